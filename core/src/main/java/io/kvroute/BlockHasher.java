@@ -1,0 +1,164 @@
+package io.kvroute;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import net.openhft.hashing.LongHashFunction;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Computes the router's block hashes, byte-compatible with NVIDIA Dynamo's KV router; instances are immutable and
+ * thread-safe.
+ *
+ * <ul>
+ *   <li>A block's <em>local</em> hash is XXH3-64 with seed {@value #SEED} over its tokens as little-endian u32. Only
+ *       full blocks are hashed; a partial last block is ignored.
+ *   <li>A LoRA adapter name is folded into the seed: {@code seed = 1337 + xxh3_64(utf8(name))} (wrapping).
+ *   <li>Extra keys (multimodal content hashes) of a block are sorted and appended to its token bytes as LE u64.
+ *   <li>The <em>sequence</em> hash identifies a whole prefix: {@code seq[0] = local[0]},
+ *       {@code seq[i] = xxh3_64_1337(seq[i-1] LE || local[i] LE)}. The index matches requests by sequence hash.
+ * </ul>
+ */
+public final class BlockHasher {
+  /** Dynamo's XXH3 seed. */
+  public static final long SEED = 1337L;
+  /** The default block size, in tokens, which is vLLM's default. */
+  public static final int DEFAULT_BLOCK_SIZE = 16;
+
+  private static final LongHashFunction BASE = LongHashFunction.xx3(SEED);
+  private static final LongHashFunction UNSEEDED = LongHashFunction.xx3();
+  private static final int MAX_CACHED_LORA_SEEDS = 1024;
+  // Building xx3(seed) allocates a derived secret, so one function per LoRA name is kept (bounded).
+  private static final ConcurrentHashMap<String, LongHashFunction> LORA_FUNCTIONS = new ConcurrentHashMap<>();
+
+  private final int blockSize;
+
+  private BlockHasher(int blockSize) {
+    this.blockSize = blockSize;
+  }
+
+  /**
+   * Returns a hasher for blocks of {@code blockSize} tokens.
+   *
+   * @throws IllegalArgumentException if {@code blockSize} is not positive
+   */
+  public static BlockHasher of(int blockSize) {
+    if (blockSize <= 0) {
+      throw new IllegalArgumentException("blockSize must be positive but was " + blockSize);
+    }
+    return new BlockHasher(blockSize);
+  }
+
+  /** The number of tokens per block. */
+  public int blockSize() {
+    return blockSize;
+  }
+
+  /** The number of full blocks in a prompt of {@code tokenCount} tokens. */
+  public int fullBlocks(int tokenCount) {
+    return tokenCount / blockSize;
+  }
+
+  /**
+   * Returns the local hash of the full block starting at {@code tokens[offset]}.
+   *
+   * @param loraName the LoRA adapter, or null (or empty) for the base model
+   * @param extraKeys the block's multimodal content hashes, or null
+   * @throws IndexOutOfBoundsException if the block does not fit in {@code tokens}
+   */
+  public long localHash(int[] tokens, int offset, @Nullable String loraName, long @Nullable [] extraKeys) {
+    Objects.checkFromIndexSize(offset, blockSize, tokens.length);
+    LongHashFunction function = functionFor(loraName);
+    if (extraKeys == null || extraKeys.length == 0) {
+      return function.hashInts(tokens, offset, blockSize);
+    }
+    long[] sorted = extraKeys.clone();
+    Arrays.sort(sorted);
+    ByteBuffer bytes = ByteBuffer.allocate(blockSize * 4 + sorted.length * 8).order(ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < blockSize; i++) {
+      bytes.putInt(tokens[offset + i]);
+    }
+    for (long key : sorted) {
+      bytes.putLong(key);
+    }
+    return function.hashBytes(bytes.array());
+  }
+
+  /** Chains a block's local hash onto its parent's sequence hash. */
+  public static long sequenceHash(long parentSequenceHash, long localHash) {
+    return Xxh3.hash16(parentSequenceHash, localHash, SEED);
+  }
+
+  /**
+   * Writes the sequence hashes of the full blocks of {@code tokens[0..length)} into {@code out} and returns how
+   * many were written. Allocation-free when {@code blockExtraKeys} is null.
+   *
+   * @param blockExtraKeys per-block multimodal hashes (index = block number), or null
+   * @throws IllegalArgumentException if {@code out} is too small or {@code length} is out of range
+   */
+  public int sequenceHashes(
+      int[] tokens, int length, @Nullable String loraName, long @Nullable [][] blockExtraKeys, long[] out) {
+    Objects.requireNonNull(tokens, "tokens");
+    Objects.requireNonNull(out, "out");
+    if (length < 0 || length > tokens.length) {
+      throw new IllegalArgumentException("length must be in [0, " + tokens.length + "] but was " + length);
+    }
+    int blocks = length / blockSize;
+    if (out.length < blocks) {
+      throw new IllegalArgumentException("out holds " + out.length + " hashes but " + blocks + " are needed");
+    }
+    LongHashFunction function = functionFor(loraName);
+    long previous = 0;
+    for (int b = 0; b < blocks; b++) {
+      int offset = b * blockSize;
+      long local;
+      long[] extra = blockExtraKeys != null && b < blockExtraKeys.length ? blockExtraKeys[b] : null;
+      if (extra == null || extra.length == 0) {
+        local = function.hashInts(tokens, offset, blockSize);
+      } else {
+        local = localHash(tokens, offset, loraName, extra);
+      }
+      previous = b == 0 ? local : Xxh3.hash16(previous, local, SEED);
+      out[b] = previous;
+    }
+    return blocks;
+  }
+
+  /** Returns the sequence hashes of every full block of {@code tokens}, for the base model. */
+  public long[] sequenceHashes(int[] tokens) {
+    long[] out = new long[tokens.length / blockSize];
+    sequenceHashes(tokens, tokens.length, null, null, out);
+    return out;
+  }
+
+  /** The seed used for blocks of the given LoRA adapter. */
+  static long seedFor(@Nullable String loraName) {
+    if (loraName == null || loraName.isEmpty()) {
+      return SEED;
+    }
+    return SEED + UNSEEDED.hashBytes(loraName.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static LongHashFunction functionFor(@Nullable String loraName) {
+    if (loraName == null || loraName.isEmpty()) {
+      return BASE;
+    }
+    LongHashFunction cached = LORA_FUNCTIONS.get(loraName);
+    if (cached != null) {
+      return cached;
+    }
+    LongHashFunction function = LongHashFunction.xx3(seedFor(loraName));
+    if (LORA_FUNCTIONS.size() < MAX_CACHED_LORA_SEEDS) {
+      LORA_FUNCTIONS.putIfAbsent(loraName, function);
+    }
+    return function;
+  }
+
+  @Override
+  public String toString() {
+    return "BlockHasher{blockSize=" + blockSize + "}";
+  }
+}

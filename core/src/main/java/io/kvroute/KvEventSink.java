@@ -1,0 +1,30 @@
+package io.kvroute;
+
+import java.util.List;
+
+/**
+ * Receives KV cache events from an event source (the ZeroMQ subscriber, a test, a custom adapter); implementations
+ * must be thread-safe, since sources call from their own threads.
+ *
+ * <p>Events of one worker must be delivered in the order the engine produced them. Implementations never throw on
+ * bad events: they count them and report them through {@link RouterListener}.
+ */
+public interface KvEventSink {
+  /** Applies one event of {@code worker}. */
+  void apply(WorkerId worker, KvEvent event);
+
+  /** Applies a batch of events of {@code worker}, in order. */
+  default void applyAll(WorkerId worker, List<? extends KvEvent> events) {
+    for (KvEvent event : events) {
+      apply(worker, event);
+    }
+  }
+
+  /**
+   * Forgets everything known about {@code worker}'s cache, as when its engine restarted or its event stream lost
+   * events that cannot be replayed. The worker stays known and rebuilds from new events.
+   */
+  default void resetWorker(WorkerId worker) {
+    apply(worker, KvEvent.AllBlocksCleared.INSTANCE);
+  }
+}

@@ -1,0 +1,44 @@
+package io.kvroute;
+
+import java.util.Objects;
+
+/**
+ * Identifies one engine instance: a worker name plus its data-parallel rank (0 when data parallelism is off);
+ * an immutable value, thread-safe.
+ */
+public record WorkerId(String name, int dataParallelRank) implements Comparable<WorkerId> {
+  /**
+   * @throws NullPointerException if {@code name} is null
+   * @throws IllegalArgumentException if {@code name} is blank or {@code dataParallelRank} is negative
+   */
+  public WorkerId {
+    Objects.requireNonNull(name, "name");
+    if (name.isBlank()) {
+      throw new IllegalArgumentException("name must not be blank");
+    }
+    if (dataParallelRank < 0) {
+      throw new IllegalArgumentException("dataParallelRank must not be negative but was " + dataParallelRank);
+    }
+  }
+
+  /** A worker without data parallelism (rank 0). */
+  public static WorkerId of(String name) {
+    return new WorkerId(name, 0);
+  }
+
+  /** The same worker name at another data-parallel rank. */
+  public WorkerId withRank(int rank) {
+    return new WorkerId(name, rank);
+  }
+
+  @Override
+  public int compareTo(WorkerId other) {
+    int byName = name.compareTo(other.name);
+    return byName != 0 ? byName : Integer.compare(dataParallelRank, other.dataParallelRank);
+  }
+
+  @Override
+  public String toString() {
+    return dataParallelRank == 0 ? name : name + "#" + dataParallelRank;
+  }
+}
