@@ -1,0 +1,180 @@
+package io.kvroute;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The workers a request may go to, with what the router knows about each; not thread-safe, and valid only during
+ * the {@link RouterPolicy#select} call it is passed to (the router reuses it).
+ *
+ * <p>Loads are the router's own bookings: {@link #prefillTokens} counts prompt tokens of routed requests that have
+ * not produced their first token yet; {@link #decodeBlocks} projects the blocks the worker would hold with this
+ * request added, counting blocks shared by its active requests once (as Dynamo does).
+ */
+public final class Candidates {
+  private int size;
+  private Worker[] workers = new Worker[8];
+  private int[] overlap = new int[8];
+  private int[] gpuOverlap = new int[8];
+  private long[] prefill = new long[8];
+  private long[] decode = new long[8];
+  private int[] active = new int[8];
+  private long[] cached = new long[8];
+  private @Nullable EngineLoad[] engineLoads = new EngineLoad[8];
+  private double[] costs = new double[8];
+  private int requestTokens;
+  private int blockSize;
+  private int requestBlocks;
+  private @Nullable RouteRequest request;
+  private @Nullable SplittableRandom random;
+  private long nowNanos;
+  private long[] hashes = new long[0];
+
+  Candidates() {}
+
+  void reset(RouteRequest request, int requestTokens, int blockSize, long[] hashes, SplittableRandom random,
+      long nowNanos) {
+    this.size = 0;
+    this.hashes = hashes;
+    this.request = request;
+    this.requestTokens = requestTokens;
+    this.blockSize = blockSize;
+    this.requestBlocks = requestTokens / blockSize;
+    this.random = random;
+    this.nowNanos = nowNanos;
+  }
+
+  void add(Worker worker, int overlapBlocks, int gpuOverlapBlocks, long prefillTokens, long decodeBlocks,
+      int activeRequests, long cachedBlocks, @Nullable EngineLoad load) {
+    if (size == workers.length) {
+      int n = size * 2;
+      workers = Arrays.copyOf(workers, n);
+      overlap = Arrays.copyOf(overlap, n);
+      gpuOverlap = Arrays.copyOf(gpuOverlap, n);
+      prefill = Arrays.copyOf(prefill, n);
+      decode = Arrays.copyOf(decode, n);
+      active = Arrays.copyOf(active, n);
+      cached = Arrays.copyOf(cached, n);
+      engineLoads = Arrays.copyOf(engineLoads, n);
+      costs = Arrays.copyOf(costs, n);
+    }
+    int i = size++;
+    workers[i] = worker;
+    overlap[i] = overlapBlocks;
+    gpuOverlap[i] = gpuOverlapBlocks;
+    prefill[i] = prefillTokens;
+    decode[i] = decodeBlocks;
+    active[i] = activeRequests;
+    cached[i] = cachedBlocks;
+    engineLoads[i] = load;
+    costs[i] = Double.NaN;
+  }
+
+  void clear() {
+    Arrays.fill(workers, 0, size, null);
+    Arrays.fill(engineLoads, 0, size, null);
+    request = null;
+    size = 0;
+  }
+
+  /** The number of candidates, at least 1. */
+  public int size() {
+    return size;
+  }
+
+  public Worker worker(int i) {
+    return workers[check(i)];
+  }
+
+  /** Consecutive prompt blocks from the start that candidate {@code i} holds, in any tier. */
+  public int overlapBlocks(int i) {
+    return overlap[check(i)];
+  }
+
+  /** Consecutive prompt blocks from the start that candidate {@code i} holds on its GPU. */
+  public int gpuOverlapBlocks(int i) {
+    return gpuOverlap[check(i)];
+  }
+
+  /** Prompt tokens routed to candidate {@code i} that have not produced a first token yet. */
+  public long prefillTokens(int i) {
+    return prefill[check(i)];
+  }
+
+  /** Blocks candidate {@code i} would hold for active requests if this request were added. */
+  public long decodeBlocks(int i) {
+    return decode[check(i)];
+  }
+
+  /** Requests routed to candidate {@code i} and not yet closed. */
+  public int activeRequests(int i) {
+    return active[check(i)];
+  }
+
+  /** Blocks the index holds for candidate {@code i} (its cached tree size). */
+  public long cachedBlocks(int i) {
+    return cached[check(i)];
+  }
+
+  /** The load candidate {@code i}'s engine last reported, or null. */
+  public @Nullable EngineLoad engineLoad(int i) {
+    return engineLoads[check(i)];
+  }
+
+  /** Records the score a policy gave candidate {@code i}, shown when the request asked for an explanation. */
+  public void recordCost(int i, double cost) {
+    costs[check(i)] = cost;
+  }
+
+  double cost(int i) {
+    return costs[i];
+  }
+
+  /** The request's prompt length in tokens. */
+  public int requestTokens() {
+    return requestTokens;
+  }
+
+  /**
+   * The router's sequence hash of the request's block {@code block}: it identifies the whole prefix up to and
+   * including that block.
+   */
+  public long sequenceHash(int block) {
+    if (block < 0 || block >= requestBlocks) {
+      throw new IndexOutOfBoundsException("block " + block + " of " + requestBlocks);
+    }
+    return hashes[block];
+  }
+
+  /** The request's full blocks. */
+  public int requestBlocks() {
+    return requestBlocks;
+  }
+
+  public int blockSize() {
+    return blockSize;
+  }
+
+  /** The request being routed. */
+  public RouteRequest request() {
+    return request;
+  }
+
+  /** The router's random source; use it for every random choice so that seeded routers are reproducible. */
+  public SplittableRandom random() {
+    return random;
+  }
+
+  /** The router's ticker reading when selection started. */
+  public long nowNanos() {
+    return nowNanos;
+  }
+
+  private int check(int i) {
+    if (i < 0 || i >= size) {
+      throw new IndexOutOfBoundsException("candidate " + i + " of " + size);
+    }
+    return i;
+  }
+}

@@ -1,0 +1,25 @@
+package io.kvroute;
+
+/**
+ * Load an engine reports about itself (for example scraped from vLLM's {@code /metrics}); an immutable value,
+ * thread-safe.
+ *
+ * @param running requests being processed ({@code vllm:num_requests_running})
+ * @param waiting requests queued ({@code vllm:num_requests_waiting})
+ * @param kvCacheUsage fraction of KV cache blocks in use, 0..1 ({@code vllm:kv_cache_usage_perc})
+ * @param observedAtNanos when it was observed, on the router's {@link Ticker}
+ */
+public record EngineLoad(int running, int waiting, double kvCacheUsage, long observedAtNanos) {
+  /**
+   * @throws IllegalArgumentException if a count is negative or the usage is outside [0, 1]
+   */
+  public EngineLoad {
+    if (running < 0 || waiting < 0) {
+      throw new IllegalArgumentException("running and waiting must not be negative but were " + running + ", "
+          + waiting);
+    }
+    if (!(kvCacheUsage >= 0 && kvCacheUsage <= 1)) {
+      throw new IllegalArgumentException("kvCacheUsage must be in [0, 1] but was " + kvCacheUsage);
+    }
+  }
+}

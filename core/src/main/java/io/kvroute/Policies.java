@@ -1,0 +1,239 @@
+package io.kvroute;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** The built-in {@link RouterPolicy} implementations; each is thread-safe. */
+final class Policies {
+  private Policies() {}
+
+  static final class RoundRobin implements RouterPolicy {
+    private final AtomicLong next = new AtomicLong();
+
+    @Override
+    public int select(Candidates c) {
+      return (int) Long.remainderUnsigned(next.getAndIncrement(), c.size());
+    }
+
+    @Override
+    public String name() {
+      return "roundRobin";
+    }
+  }
+
+  static final class Uniform implements RouterPolicy {
+    @Override
+    public int select(Candidates c) {
+      return c.random().nextInt(c.size());
+    }
+
+    @Override
+    public String name() {
+      return "random";
+    }
+  }
+
+  static final class LeastLoaded implements RouterPolicy {
+    @Override
+    public int select(Candidates c) {
+      int best = -1;
+      int ties = 0;
+      for (int i = 0; i < c.size(); i++) {
+        c.recordCost(i, c.activeRequests(i));
+        int cmp = best < 0 ? -1 : compare(c, i, best);
+        if (cmp < 0) {
+          best = i;
+          ties = 1;
+        } else if (cmp == 0 && c.random().nextInt(++ties) == 0) {
+          best = i; // reservoir sampling among ties
+        }
+      }
+      return best;
+    }
+
+    private static int compare(Candidates c, int a, int b) {
+      int byActive = Integer.compare(c.activeRequests(a), c.activeRequests(b));
+      return byActive != 0 ? byActive : Long.compare(c.prefillTokens(a), c.prefillTokens(b));
+    }
+
+    @Override
+    public String name() {
+      return "leastLoaded";
+    }
+  }
+
+  static class KvAware implements RouterPolicy {
+    final KvAwareConfig config;
+    private final String name;
+
+    KvAware(KvAwareConfig config, String name) {
+      this.config = Objects.requireNonNull(config, "config");
+      this.name = name;
+    }
+
+    @Override
+    public int select(Candidates c) {
+      RouteRequest request = c.request();
+      double weight = Double.isNaN(request.overlapWeight()) ? config.overlapWeight() : request.overlapWeight();
+      double temperature = Double.isNaN(request.temperature()) ? config.temperature() : request.temperature();
+      double min = Double.POSITIVE_INFINITY;
+      double max = Double.NEGATIVE_INFINITY;
+      for (int i = 0; i < c.size(); i++) {
+        double cost = cost(c, i, weight);
+        c.recordCost(i, cost);
+        min = Math.min(min, cost);
+        max = Math.max(max, cost);
+      }
+      if (temperature > 0) {
+        return softmax(c, min, max, temperature);
+      }
+      return lowestCost(c, min);
+    }
+
+    double cost(Candidates c, int i, double weight) {
+      double overlap = c.gpuOverlapBlocks(i) + config.hostOverlapCredit() * (c.overlapBlocks(i)
+          - c.gpuOverlapBlocks(i));
+      double uncached = Math.max(0, c.requestTokens() - overlap * c.blockSize());
+      double prefillBlocks = (c.prefillTokens(i) + uncached) / c.blockSize();
+      return weight * prefillBlocks + c.decodeBlocks(i);
+    }
+
+    /** Lowest cost; ties to the smallest cached tree, then uniformly at random. */
+    static int lowestCost(Candidates c, double min) {
+      int best = -1;
+      int ties = 0;
+      SplittableRandom random = c.random();
+      for (int i = 0; i < c.size(); i++) {
+        if (c.cost(i) != min) {
+          continue;
+        }
+        if (best < 0 || c.cachedBlocks(i) < c.cachedBlocks(best)) {
+          best = i;
+          ties = 1;
+        } else if (c.cachedBlocks(i) == c.cachedBlocks(best) && random.nextInt(++ties) == 0) {
+          best = i;
+        }
+      }
+      return best;
+    }
+
+    private static int softmax(Candidates c, double min, double max, double temperature) {
+      if (max == min) {
+        return c.random().nextInt(c.size());
+      }
+      double range = max - min;
+      // exp(-(cost - min) / range / T): the largest term is 1, so nothing overflows.
+      double total = 0;
+      for (int i = 0; i < c.size(); i++) {
+        total += Math.exp(-(c.cost(i) - min) / range / temperature);
+      }
+      double draw = c.random().nextDouble() * total;
+      for (int i = 0; i < c.size(); i++) {
+        draw -= Math.exp(-(c.cost(i) - min) / range / temperature);
+        if (draw <= 0) {
+          return i;
+        }
+      }
+      return c.size() - 1;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+  }
+
+  static final class Approximate extends KvAware {
+    final long ttlNanos;
+    final int maxEntries;
+
+    Approximate(KvAwareConfig config, Duration ttl, int maxEntries) {
+      super(config, "approximate");
+      Objects.requireNonNull(ttl, "ttl");
+      if (ttl.isNegative() || ttl.isZero()) {
+        throw new IllegalArgumentException("ttl must be positive but was " + ttl);
+      }
+      if (maxEntries <= 0) {
+        throw new IllegalArgumentException("maxEntries must be positive but was " + maxEntries);
+      }
+      this.ttlNanos = ttl.toNanos();
+      this.maxEntries = maxEntries;
+    }
+  }
+
+  static final class CacheAffinity implements RouterPolicy {
+    private final CacheAffinityConfig config;
+
+    CacheAffinity(CacheAffinityConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
+    }
+
+    @Override
+    public int select(Candidates c) {
+      int n = c.size();
+      long totalActive = 0;
+      for (int i = 0; i < n; i++) {
+        totalActive += c.activeRequests(i);
+      }
+      long bound = (long) Math.ceil((1 + config.loadFactor()) * (totalActive + 1) / n);
+      // 1. The worker holding most of the prompt, if it holds enough and is not overloaded.
+      int best = -1;
+      for (int i = 0; i < n; i++) {
+        c.recordCost(i, -c.overlapBlocks(i));
+        if (c.activeRequests(i) < bound
+            && (best < 0 || c.overlapBlocks(i) > c.overlapBlocks(best)
+                || (c.overlapBlocks(i) == c.overlapBlocks(best) && c.activeRequests(i) < c.activeRequests(best)))) {
+          best = i;
+        }
+      }
+      int blocks = c.requestBlocks();
+      if (best >= 0 && blocks > 0 && c.overlapBlocks(best) > 0
+          && c.overlapBlocks(best) >= config.minOverlapFraction() * blocks) {
+        return best;
+      }
+      if (blocks == 0) {
+        return best >= 0 ? best : leastActive(c);
+      }
+      // 2. The prefix's home by rendezvous hashing, skipping overloaded workers.
+      long key = c.sequenceHash(Math.min(config.homeBlocks(), blocks) - 1);
+      int home = -1;
+      long homeScore = 0;
+      for (int i = 0; i < n; i++) {
+        if (c.activeRequests(i) >= bound) {
+          continue;
+        }
+        long score = mix(key ^ c.worker(i).id().hashCode() * 0x9E3779B97F4A7C15L);
+        if (home < 0 || Long.compareUnsigned(score, homeScore) > 0) {
+          home = i;
+          homeScore = score;
+        }
+      }
+      return home >= 0 ? home : leastActive(c);
+    }
+
+    private static int leastActive(Candidates c) {
+      int best = 0;
+      for (int i = 1; i < c.size(); i++) {
+        if (c.activeRequests(i) < c.activeRequests(best)) {
+          best = i;
+        }
+      }
+      return best;
+    }
+
+    private static long mix(long h) {
+      h ^= h >>> 33;
+      h *= 0xff51afd7ed558ccdL;
+      h ^= h >>> 33;
+      h *= 0xc4ceb9fe1a85ec53L;
+      return h ^ (h >>> 33);
+    }
+
+    @Override
+    public String name() {
+      return "cacheAffinity";
+    }
+  }
+}

@@ -1,0 +1,157 @@
+package io.kvroute;
+
+import java.util.Objects;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A request to route: its prompt tokens and what constrains or tunes the choice; an immutable value, thread-safe
+ * (the token array is not copied: do not modify it while the request is being routed).
+ */
+public final class RouteRequest {
+  private final int[] tokens;
+  private final @Nullable String model;
+  private final @Nullable String loraName;
+  private final long @Nullable [][] blockExtraKeys;
+  private final @Nullable Set<WorkerId> allowedWorkers;
+  private final double overlapWeight;
+  private final double temperature;
+  private final boolean explain;
+
+  private RouteRequest(Builder b) {
+    this.tokens = b.tokens;
+    this.model = b.model;
+    this.loraName = b.loraName;
+    this.blockExtraKeys = b.blockExtraKeys;
+    this.allowedWorkers = b.allowedWorkers == null ? null : Set.copyOf(b.allowedWorkers);
+    this.overlapWeight = b.overlapWeight;
+    this.temperature = b.temperature;
+    this.explain = b.explain;
+  }
+
+  /** A request with only tokens. */
+  public static RouteRequest of(int[] tokens) {
+    return newBuilder(tokens).build();
+  }
+
+  /**
+   * Returns a builder for a prompt of these tokens.
+   *
+   * @throws NullPointerException if {@code tokens} is null
+   */
+  public static Builder newBuilder(int[] tokens) {
+    return new Builder(tokens);
+  }
+
+  public int[] tokens() {
+    return tokens;
+  }
+
+  /** The model the request names, or null for any. */
+  public @Nullable String model() {
+    return model;
+  }
+
+  /** The LoRA adapter the request uses, or null for the base model. */
+  public @Nullable String loraName() {
+    return loraName;
+  }
+
+  /** Multimodal content hashes per block, or null. */
+  public long @Nullable [][] blockExtraKeys() {
+    return blockExtraKeys;
+  }
+
+  /** The only workers this request may go to, or null for all. */
+  public @Nullable Set<WorkerId> allowedWorkers() {
+    return allowedWorkers;
+  }
+
+  /** Per-request overlap weight for KV-aware policies, or NaN to use the policy's. */
+  public double overlapWeight() {
+    return overlapWeight;
+  }
+
+  /** Per-request softmax temperature for KV-aware policies, or NaN to use the policy's. */
+  public double temperature() {
+    return temperature;
+  }
+
+  /** Whether the routing result should carry every candidate's score. */
+  public boolean explain() {
+    return explain;
+  }
+
+  /** Builds a {@link RouteRequest}; not thread-safe. */
+  public static final class Builder {
+    private final int[] tokens;
+    private @Nullable String model;
+    private @Nullable String loraName;
+    private long @Nullable [][] blockExtraKeys;
+    private @Nullable Set<WorkerId> allowedWorkers;
+    private double overlapWeight = Double.NaN;
+    private double temperature = Double.NaN;
+    private boolean explain;
+
+    private Builder(int[] tokens) {
+      this.tokens = Objects.requireNonNull(tokens, "tokens");
+    }
+
+    public Builder model(@Nullable String model) {
+      this.model = model;
+      return this;
+    }
+
+    public Builder loraName(@Nullable String loraName) {
+      this.loraName = loraName;
+      return this;
+    }
+
+    public Builder blockExtraKeys(long @Nullable [][] blockExtraKeys) {
+      this.blockExtraKeys = blockExtraKeys;
+      return this;
+    }
+
+    /** Restricts the request to these workers. */
+    public Builder allowedWorkers(Set<WorkerId> allowedWorkers) {
+      this.allowedWorkers = Objects.requireNonNull(allowedWorkers, "allowedWorkers");
+      return this;
+    }
+
+    /**
+     * Overrides the KV-aware policy's overlap weight for this request.
+     *
+     * @throws IllegalArgumentException if negative or not finite
+     */
+    public Builder overlapWeight(double overlapWeight) {
+      if (!(overlapWeight >= 0) || Double.isInfinite(overlapWeight)) {
+        throw new IllegalArgumentException("overlapWeight must be finite and >= 0 but was " + overlapWeight);
+      }
+      this.overlapWeight = overlapWeight;
+      return this;
+    }
+
+    /**
+     * Overrides the KV-aware policy's temperature for this request.
+     *
+     * @throws IllegalArgumentException if negative or not finite
+     */
+    public Builder temperature(double temperature) {
+      if (!(temperature >= 0) || Double.isInfinite(temperature)) {
+        throw new IllegalArgumentException("temperature must be finite and >= 0 but was " + temperature);
+      }
+      this.temperature = temperature;
+      return this;
+    }
+
+    /** Asks for every candidate's overlap, load and cost in {@link Routing#explanation()}. */
+    public Builder explain(boolean explain) {
+      this.explain = explain;
+      return this;
+    }
+
+    public RouteRequest build() {
+      return new RouteRequest(this);
+    }
+  }
+}

@@ -1,0 +1,119 @@
+package io.kvroute;
+
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The outcome of one {@link Router#select} call and the handle of the request's booked load; thread-safe:
+ * {@link #firstToken()} and {@link #close()} may be called from any thread, any number of times.
+ *
+ * <p>Call {@link #firstToken()} when the first output token arrives (releases the request's pending prompt tokens)
+ * and {@link #close()} when it completes, fails or is cancelled (releases its blocks). A handle never closed is
+ * released when its booking expires (see {@link Router.Builder#bookingTimeout}).
+ */
+public final class Routing implements AutoCloseable {
+  static final int OPEN = 0;
+  static final int PREFILLED = 1;
+  static final int CLOSED = 2;
+
+  private final Router router;
+  private final WorkerRegistry.WorkerState state;
+  private final int matchedBlocks;
+  private final int gpuMatchedBlocks;
+  private final int blockSize;
+  private final int promptTokens;
+  final long bookedPrefillTokens;
+  final long bookedAtNanos;
+  final long[] hashes;
+  final int hashCount;
+  private final String policy;
+  private final List<CandidateScore> explanation;
+  private final AtomicInteger phase = new AtomicInteger(OPEN);
+
+  Routing(Router router, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
+      int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
+      List<CandidateScore> explanation) {
+    this.router = router;
+    this.state = state;
+    this.matchedBlocks = matchedBlocks;
+    this.gpuMatchedBlocks = gpuMatchedBlocks;
+    this.blockSize = blockSize;
+    this.promptTokens = promptTokens;
+    this.bookedPrefillTokens = bookedPrefillTokens;
+    this.bookedAtNanos = bookedAtNanos;
+    this.hashes = hashes;
+    this.hashCount = hashCount;
+    this.policy = policy;
+    this.explanation = explanation;
+  }
+
+  /** The chosen worker, as registered when it was chosen. */
+  public Worker worker() {
+    return state.worker;
+  }
+
+  public WorkerId workerId() {
+    return state.worker.id();
+  }
+
+  /** Consecutive prompt blocks from the start the chosen worker was known to hold, in any tier. */
+  public int matchedBlocks() {
+    return matchedBlocks;
+  }
+
+  /** Consecutive prompt blocks from the start the chosen worker was known to hold on its GPU. */
+  public int gpuMatchedBlocks() {
+    return gpuMatchedBlocks;
+  }
+
+  /** Prompt tokens the chosen worker should find cached: matched blocks times the block size. */
+  public int predictedCachedTokens() {
+    return matchedBlocks * blockSize;
+  }
+
+  /** The prompt length in tokens. */
+  public int promptTokens() {
+    return promptTokens;
+  }
+
+  /** The policy's name. */
+  public String policy() {
+    return policy;
+  }
+
+  /** Every candidate's overlap, load and cost, if the request asked for an explanation; else empty. */
+  public List<CandidateScore> explanation() {
+    return explanation;
+  }
+
+  /** Whether {@link #close()} was called or the booking expired. */
+  public boolean isClosed() {
+    return phase.get() == CLOSED;
+  }
+
+  WorkerRegistry.WorkerState state() {
+    return state;
+  }
+
+  /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
+  public void firstToken() {
+    if (phase.compareAndSet(OPEN, PREFILLED)) {
+      router.releasePrefill(this);
+    }
+  }
+
+  /** Releases everything booked for this request. Idempotent. */
+  @Override
+  public void close() {
+    int previous = phase.getAndSet(CLOSED);
+    if (previous != CLOSED) {
+      router.release(this, previous == OPEN);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "Routing{worker=" + workerId() + ", matchedBlocks=" + matchedBlocks + ", promptTokens=" + promptTokens
+        + ", policy=" + policy + (isClosed() ? ", closed" : "") + "}";
+  }
+}

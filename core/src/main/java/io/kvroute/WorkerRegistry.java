@@ -1,0 +1,166 @@
+package io.kvroute;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The router's set of workers; thread-safe: changes are serialized and published as an immutable snapshot that
+ * {@link Router#select} reads without locking.
+ *
+ * <p>Removing a worker purges its KV index entries and its load bookings. Listeners added with
+ * {@link #addListener} hear of every addition, removal and update, on the thread that made the change.
+ */
+public final class WorkerRegistry {
+  private final Hooks hooks;
+  private final List<RouterListener> listeners = new CopyOnWriteArrayList<>();
+  private final ConcurrentHashMap<WorkerId, WorkerState> byId = new ConcurrentHashMap<>();
+  private final Object changeLock = new Object();
+  private volatile WorkerState[] snapshot = new WorkerState[0];
+
+  WorkerRegistry(Hooks hooks, RouterListener listener) {
+    this.hooks = hooks;
+    this.listeners.add(listener);
+  }
+
+  /**
+   * Adds a worker.
+   *
+   * @throws IllegalStateException if a worker with the same id is registered, or the worker bound is reached
+   */
+  public void add(Worker worker) {
+    Objects.requireNonNull(worker, "worker");
+    synchronized (changeLock) {
+      if (byId.containsKey(worker.id())) {
+        throw new IllegalStateException("worker " + worker.id() + " is already registered");
+      }
+      WorkerState state = hooks.added(worker);
+      byId.put(worker.id(), state);
+      WorkerState[] next = Arrays.copyOf(snapshot, snapshot.length + 1);
+      next[next.length - 1] = state;
+      snapshot = next;
+    }
+    listeners.forEach(l -> l.onWorkerAdded(worker));
+  }
+
+  /**
+   * Removes a worker, purging its index entries and bookings.
+   *
+   * @return whether it was registered
+   */
+  public boolean remove(WorkerId id) {
+    Objects.requireNonNull(id, "id");
+    WorkerState removed;
+    synchronized (changeLock) {
+      removed = byId.remove(id);
+      if (removed == null) {
+        return false;
+      }
+      snapshot = Arrays.stream(snapshot).filter(s -> s != removed).toArray(WorkerState[]::new);
+      removed.registered = false;
+      hooks.removed(removed);
+    }
+    listeners.forEach(l -> l.onWorkerRemoved(removed.worker));
+    return true;
+  }
+
+  /**
+   * Replaces a registered worker's endpoints and labels, keeping its index entries and bookings.
+   *
+   * @throws IllegalStateException if no worker with that id is registered
+   */
+  public void update(Worker worker) {
+    Objects.requireNonNull(worker, "worker");
+    synchronized (changeLock) {
+      WorkerState state = byId.get(worker.id());
+      if (state == null) {
+        throw new IllegalStateException("worker " + worker.id() + " is not registered");
+      }
+      state.worker = worker;
+    }
+    listeners.forEach(l -> l.onWorkerUpdated(worker));
+  }
+
+  /**
+   * Attaches the load an engine reported (for example scraped metrics) to a worker; policies see it as
+   * {@link Candidates#engineLoad}.
+   *
+   * @return whether the worker is registered
+   */
+  public boolean updateLoad(WorkerId id, EngineLoad load) {
+    Objects.requireNonNull(load, "load");
+    WorkerState state = byId.get(Objects.requireNonNull(id, "id"));
+    if (state == null) {
+      return false;
+    }
+    state.engineLoad = load;
+    return true;
+  }
+
+  /** The registered worker with this id. */
+  public Optional<Worker> find(WorkerId id) {
+    WorkerState state = byId.get(id);
+    return state == null ? Optional.empty() : Optional.of(state.worker);
+  }
+
+  /** The last load reported for this worker, or null. */
+  public @Nullable EngineLoad engineLoad(WorkerId id) {
+    WorkerState state = byId.get(id);
+    return state == null ? null : state.engineLoad;
+  }
+
+  /** The registered workers, in registration order. */
+  public List<Worker> snapshot() {
+    WorkerState[] states = snapshot;
+    List<Worker> workers = new ArrayList<>(states.length);
+    for (WorkerState s : states) {
+      workers.add(s.worker);
+    }
+    return List.copyOf(workers);
+  }
+
+  /** The number of registered workers. */
+  public int size() {
+    return snapshot.length;
+  }
+
+  /** Adds a listener for additions, removals and updates. */
+  public void addListener(RouterListener listener) {
+    listeners.add(Objects.requireNonNull(listener, "listener"));
+  }
+
+  boolean contains(WorkerId id) {
+    return byId.containsKey(id);
+  }
+
+  WorkerState[] states() {
+    return snapshot;
+  }
+
+  /** What the router does when workers come and go; called under the registry's change lock. */
+  interface Hooks {
+    WorkerState added(Worker worker);
+
+    void removed(WorkerState state);
+  }
+
+  /** A registered worker and the router's slots for it; fields other than the worker are fixed at registration. */
+  static final class WorkerState {
+    volatile Worker worker;
+    volatile @Nullable EngineLoad engineLoad;
+    volatile boolean registered = true;
+    final int slot;
+    final int predictedSlot;
+
+    WorkerState(Worker worker, int slot, int predictedSlot) {
+      this.worker = worker;
+      this.slot = slot;
+      this.predictedSlot = predictedSlot;
+    }
+  }
+}

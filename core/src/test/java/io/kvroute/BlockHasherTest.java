@@ -1,0 +1,108 @@
+package io.kvroute;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.SplittableRandom;
+import net.openhft.hashing.LongHashFunction;
+import org.junit.jupiter.api.Test;
+
+class BlockHasherTest {
+  private static final BlockHasher FOUR = BlockHasher.of(4);
+
+  // Known answers from ../shared/reference/dynamo-kv-router.md §2.1 (Dynamo docs and python-xxhash).
+  @Test
+  void localHashMatchesDynamoVector() {
+    assertEquals(Long.parseUnsignedLong("14643705804678351452"), FOUR.localHash(new int[] {1, 2, 3, 4}, 0, null, null));
+  }
+
+  @Test
+  void secondBlockMatchesVector() {
+    assertEquals(Long.parseUnsignedLong("16777012769546811212"),
+        FOUR.localHash(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 4, null, null));
+  }
+
+  @Test
+  void sequenceHashChainsLikeDynamo() {
+    long[] seq = FOUR.sequenceHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8});
+    assertEquals(2, seq.length);
+    assertEquals(Long.parseUnsignedLong("14643705804678351452"), seq[0]);
+    assertEquals(Long.parseUnsignedLong("4945711292740353085"), seq[1]);
+  }
+
+  @Test
+  void loraNameFoldsIntoSeed() {
+    assertEquals(Long.parseUnsignedLong("15671544057904749233"),
+        FOUR.localHash(new int[] {1, 2, 3, 4}, 0, "my-lora", null));
+    long[] out = new long[1];
+    FOUR.sequenceHashes(new int[] {1, 2, 3, 4}, 4, "my-lora", null, out);
+    assertEquals(Long.parseUnsignedLong("15671544057904749233"), out[0]);
+  }
+
+  @Test
+  void xxh3GoldenVectorsFromConventions() {
+    int[] oneToSixteen = new int[16];
+    for (int i = 0; i < 16; i++) {
+      oneToSixteen[i] = i + 1;
+    }
+    assertEquals(0xd2e217905d2bda1dL, LongHashFunction.xx3(0).hashInts(oneToSixteen));
+    assertEquals(0x996e0ade0c87c9c2L, LongHashFunction.xx3(42).hashInts(oneToSixteen));
+  }
+
+  @Test
+  void sixteenByteFastPathEqualsGeneralXxh3() {
+    SplittableRandom random = new SplittableRandom(7);
+    for (int i = 0; i < 10_000; i++) {
+      long a = random.nextLong();
+      long b = random.nextLong();
+      long seed = i % 2 == 0 ? BlockHasher.SEED : random.nextLong();
+      assertEquals(LongHashFunction.xx3(seed).hashLongs(new long[] {a, b}), Xxh3.hash16(a, b, seed),
+          "seed=" + seed + " a=" + a + " b=" + b);
+    }
+  }
+
+  @Test
+  void partialLastBlockIsIgnored() {
+    long[] full = FOUR.sequenceHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8});
+    long[] partial = FOUR.sequenceHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    assertArrayEquals(full, partial);
+    assertEquals(0, FOUR.sequenceHashes(new int[] {1, 2, 3}).length);
+  }
+
+  @Test
+  void extraKeysChangeTheHashAndAreOrderIndependent() {
+    int[] tokens = {1, 2, 3, 4};
+    long plain = FOUR.localHash(tokens, 0, null, null);
+    long withKeys = FOUR.localHash(tokens, 0, null, new long[] {5, 3});
+    assertNotEquals(plain, withKeys);
+    assertEquals(withKeys, FOUR.localHash(tokens, 0, null, new long[] {3, 5}));
+    long[] out = new long[1];
+    FOUR.sequenceHashes(tokens, 4, null, new long[][] {{3, 5}}, out);
+    assertEquals(withKeys, out[0]);
+  }
+
+  @Test
+  void blockSizeIsConfigurable() {
+    int[] tokens = new int[64];
+    assertEquals(4, BlockHasher.of(16).sequenceHashes(tokens).length);
+    assertEquals(1, BlockHasher.of(64).sequenceHashes(tokens).length);
+  }
+
+  @Test
+  void badArgumentsAreRejectedWithTheirNames() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> BlockHasher.of(0));
+    assertTrue(e.getMessage().contains("blockSize"), e.getMessage());
+    NullPointerException npe = assertThrows(NullPointerException.class,
+        () -> FOUR.sequenceHashes(null, 0, null, null, new long[1]));
+    assertTrue(npe.getMessage().contains("tokens"));
+    IllegalArgumentException small = assertThrows(IllegalArgumentException.class,
+        () -> FOUR.sequenceHashes(new int[8], 8, null, null, new long[1]));
+    assertTrue(small.getMessage().contains("out"), small.getMessage());
+    IllegalArgumentException length = assertThrows(IllegalArgumentException.class,
+        () -> FOUR.sequenceHashes(new int[8], 9, null, null, new long[4]));
+    assertTrue(length.getMessage().contains("length"), length.getMessage());
+  }
+}
