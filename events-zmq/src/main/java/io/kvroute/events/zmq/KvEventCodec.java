@@ -1,0 +1,714 @@
+package io.kvroute.events.zmq;
+
+import io.kvroute.KvEvent;
+import io.kvroute.KvEvent.AllBlocksCleared;
+import io.kvroute.KvEvent.BlockRemoved;
+import io.kvroute.KvEvent.BlockStored;
+import io.kvroute.StorageTier;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Decodes and encodes the msgpack payloads of vLLM and SGLang KV event batches, byte-compatible with the engines;
+ * stateless and thread-safe.
+ *
+ * <p><b>Decoding</b> accepts every shape the engines have sent:
+ *
+ * <ul>
+ *   <li>the batch {@code [ts, events]} (vLLM before v0.9.1) or {@code [ts, events, data_parallel_rank, ...]}, and
+ *       defensively a map with keys {@code ts}, {@code events} and {@code data_parallel_rank} (or {@code dp_rank},
+ *       {@code attn_dp_rank});
+ *   <li>events as tagged maps ({@code "type"} key, vLLM v0.26.0+ and SGLang after its switch; unknown keys are
+ *       ignored) or as tagged arrays of any legacy length ({@code BlockStored} with 6 to 12 fields, SGLang's
+ *       8-element variant with trailing metadata; trailing fields beyond the known ones are ignored);
+ *   <li>block hashes as unsigned or signed integers of any width, or as {@code bin} (a sha256 digest: its last 8
+ *       bytes, big-endian, as vLLM's integer form and llm-d do);
+ *   <li>{@code medium} (mapped with {@link StorageTier#fromMedium}), {@code lora_name}, {@code group_idx},
+ *       {@code kv_cache_spec_kind} and {@code extra_keys}: of the latter only 64-hex-character multimodal identifiers
+ *       are kept, each as the unsigned 64-bit value of its first 16 hex digits (Dynamo's rule);
+ *   <li>EAGLE bigram token ids (each token an array {@code [t, next]}) are reduced to their first elements, which are
+ *       the block's own tokens; the look-ahead token is not needed for prefix matching.
+ * </ul>
+ *
+ * <p>An event of an unknown type is skipped and counted in {@link DecodedBatch#skippedEvents()}; a well-formed
+ * event whose required fields are missing or mistyped is dropped and counted in {@link
+ * DecodedBatch#invalidEvents()}. A payload that is not msgpack, is truncated or is not a batch throws {@link
+ * KvEventFormatException}. Every declared length is checked against the bytes present before anything is allocated,
+ * so a decoder never allocates more than a small multiple of the payload size.
+ */
+public final class KvEventCodec {
+  private static final byte[] TYPE = ascii("type");
+  private static final byte[] BLOCK_HASHES = ascii("block_hashes");
+  private static final byte[] PARENT_BLOCK_HASH = ascii("parent_block_hash");
+  private static final byte[] TOKEN_IDS = ascii("token_ids");
+  private static final byte[] BLOCK_SIZE = ascii("block_size");
+  private static final byte[] MEDIUM = ascii("medium");
+  private static final byte[] LORA_NAME = ascii("lora_name");
+  private static final byte[] EXTRA_KEYS = ascii("extra_keys");
+  private static final byte[] GROUP_IDX = ascii("group_idx");
+  private static final byte[] KV_CACHE_SPEC_KIND = ascii("kv_cache_spec_kind");
+  private static final byte[] TS = ascii("ts");
+  private static final byte[] EVENTS = ascii("events");
+  private static final byte[] DATA_PARALLEL_RANK = ascii("data_parallel_rank");
+  private static final byte[] DP_RANK = ascii("dp_rank");
+  private static final byte[] ATTN_DP_RANK = ascii("attn_dp_rank");
+  private static final byte[] TAG_STORED = ascii("BlockStored");
+  private static final byte[] TAG_REMOVED = ascii("BlockRemoved");
+  private static final byte[] TAG_CLEARED = ascii("AllBlocksCleared");
+
+  /** The largest data-parallel rank a batch may name. */
+  static final int MAX_DATA_PARALLEL_RANK = 65_535;
+
+  private static final int KIND_UNKNOWN = 0;
+  private static final int KIND_STORED = 1;
+  private static final int KIND_REMOVED = 2;
+  private static final int KIND_CLEARED = 3;
+
+  private static final int MAX_EXTRA_KEY_DEPTH = 4;
+
+  private KvEventCodec() {}
+
+  /**
+   * Decodes one batch payload.
+   *
+   * @throws NullPointerException if {@code payload} is null
+   * @throws KvEventFormatException if the payload is not a well-formed event batch
+   */
+  public static DecodedBatch decode(byte[] payload) {
+    Objects.requireNonNull(payload, "payload");
+    return decode(payload, 0, payload.length);
+  }
+
+  /**
+   * Decodes the batch in {@code payload[offset, offset + length)}.
+   *
+   * @throws NullPointerException if {@code payload} is null
+   * @throws IndexOutOfBoundsException if the range lies outside {@code payload}
+   * @throws KvEventFormatException if the bytes are not a well-formed event batch
+   */
+  public static DecodedBatch decode(byte[] payload, int offset, int length) {
+    Objects.requireNonNull(payload, "payload");
+    MsgpackReader reader = new MsgpackReader(payload, offset, length);
+    if (reader.remaining() == 0) {
+      throw MsgpackReader.error("empty payload");
+    }
+    Decoder decoder = new Decoder(reader);
+    DecodedBatch batch = decoder.batch();
+    if (reader.remaining() != 0) {
+      throw MsgpackReader.error(reader.remaining() + " trailing bytes after the batch");
+    }
+    return batch;
+  }
+
+  /**
+   * Encodes a batch the way vLLM's msgspec encoder does.
+   *
+   * @throws NullPointerException if an argument is null
+   */
+  public static byte[] encode(DecodedBatch batch, WireFormat format) {
+    Objects.requireNonNull(batch, "batch");
+    Objects.requireNonNull(format, "format");
+    return encode(batch.timestamp(), batch.events(), batch.dataParallelRank(), format);
+  }
+
+  static byte[] encode(double ts, List<? extends KvEvent> events, @Nullable Integer rank, WireFormat format) {
+    MsgpackWriter w = new MsgpackWriter(64 + 64 * events.size());
+    w.writeArrayHeader(3);
+    w.writeDouble(ts);
+    w.writeArrayHeader(events.size());
+    for (KvEvent event : events) {
+      Objects.requireNonNull(event, "event");
+      if (format == WireFormat.MAP) {
+        writeMapEvent(w, event);
+      } else {
+        writeArrayEvent(w, event, format == WireFormat.LEGACY_ARRAY_FULL);
+      }
+    }
+    if (rank == null) {
+      w.writeNil();
+    } else {
+      w.writeInt(rank);
+    }
+    return w.toByteArray();
+  }
+
+  private static void writeMapEvent(MsgpackWriter w, KvEvent event) {
+    if (event instanceof BlockStored stored) {
+      w.writeMapHeader(stored.cacheSpecKind() == null ? 10 : 11);
+      w.writeString("type");
+      w.writeString("BlockStored");
+      w.writeString("block_hashes");
+      writeHashes(w, stored.blockHashes());
+      w.writeString("parent_block_hash");
+      writeOptionalHash(w, stored.parentBlockHash());
+      w.writeString("token_ids");
+      writeTokens(w, stored.tokenIds());
+      w.writeString("block_size");
+      w.writeInt(stored.blockSize());
+      w.writeString("lora_id");
+      w.writeNil();
+      w.writeString("medium");
+      w.writeString(medium(stored.tier()));
+      w.writeString("lora_name");
+      writeOptionalString(w, stored.loraName());
+      w.writeString("extra_keys");
+      writeExtraKeys(w, stored);
+      w.writeString("group_idx");
+      w.writeInt(0);
+      if (stored.cacheSpecKind() != null) {
+        w.writeString("kv_cache_spec_kind");
+        w.writeString(stored.cacheSpecKind());
+      }
+    } else if (event instanceof BlockRemoved removed) {
+      w.writeMapHeader(4);
+      w.writeString("type");
+      w.writeString("BlockRemoved");
+      w.writeString("block_hashes");
+      writeHashes(w, removed.blockHashes());
+      w.writeString("medium");
+      w.writeString(medium(removed.tier()));
+      w.writeString("group_idx");
+      w.writeInt(0);
+    } else {
+      w.writeMapHeader(1);
+      w.writeString("type");
+      w.writeString("AllBlocksCleared");
+    }
+  }
+
+  private static void writeArrayEvent(MsgpackWriter w, KvEvent event, boolean full) {
+    if (event instanceof BlockStored stored) {
+      w.writeArrayHeader(full ? 12 : 7);
+      w.writeString("BlockStored");
+      writeHashes(w, stored.blockHashes());
+      writeOptionalHash(w, stored.parentBlockHash());
+      writeTokens(w, stored.tokenIds());
+      w.writeInt(stored.blockSize());
+      w.writeNil();
+      w.writeString(medium(stored.tier()));
+      if (full) {
+        writeOptionalString(w, stored.loraName());
+        writeExtraKeys(w, stored);
+        w.writeInt(0);
+        writeOptionalString(w, stored.cacheSpecKind());
+        w.writeNil();
+      }
+    } else if (event instanceof BlockRemoved removed) {
+      w.writeArrayHeader(full ? 4 : 3);
+      w.writeString("BlockRemoved");
+      writeHashes(w, removed.blockHashes());
+      w.writeString(medium(removed.tier()));
+      if (full) {
+        w.writeInt(0);
+      }
+    } else {
+      w.writeArrayHeader(1);
+      w.writeString("AllBlocksCleared");
+    }
+  }
+
+  private static void writeHashes(MsgpackWriter w, long[] hashes) {
+    w.writeArrayHeader(hashes.length);
+    for (long h : hashes) {
+      w.writeUnsigned(h);
+    }
+  }
+
+  private static void writeOptionalHash(MsgpackWriter w, @Nullable Long hash) {
+    if (hash == null) {
+      w.writeNil();
+    } else {
+      w.writeUnsigned(hash);
+    }
+  }
+
+  private static void writeTokens(MsgpackWriter w, int[] tokens) {
+    w.writeArrayHeader(tokens.length);
+    for (int t : tokens) {
+      w.writeInt(t);
+    }
+  }
+
+  private static void writeOptionalString(MsgpackWriter w, @Nullable String s) {
+    if (s == null) {
+      w.writeNil();
+    } else {
+      w.writeString(s);
+    }
+  }
+
+  /** vLLM sends one entry per block, nil when the block has no extra keys; identifiers are 64 hex characters. */
+  private static void writeExtraKeys(MsgpackWriter w, BlockStored stored) {
+    int blocks = stored.blockHashes().length;
+    long[][] keys = stored.extraKeys();
+    w.writeArrayHeader(blocks);
+    for (int i = 0; i < blocks; i++) {
+      long[] block = keys != null && i < keys.length ? keys[i] : null;
+      if (block == null) {
+        w.writeNil();
+      } else {
+        w.writeArrayHeader(block.length);
+        for (long key : block) {
+          w.writeString(String.format(Locale.ROOT, "%016x", key) + "0".repeat(48));
+        }
+      }
+    }
+  }
+
+  static String medium(StorageTier tier) {
+    switch (tier) {
+      case GPU:
+        return "GPU";
+      case HOST:
+        return "CPU";
+      default:
+        return "STORAGE";
+    }
+  }
+
+  private static byte[] ascii(String s) {
+    return s.getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** Decoding state for one payload. */
+  private static final class Decoder {
+    private final MsgpackReader r;
+    private int skipped;
+    private int invalid;
+
+    // Fields of the event being decoded.
+    private int kind;
+    private long @Nullable [] hashes;
+    private @Nullable Long parent;
+    private int @Nullable [] tokens;
+    private int blockSize;
+    private @Nullable String medium;
+    private @Nullable String loraName;
+    private long @Nullable [][] extraKeys;
+    private int groupIndex;
+    private @Nullable String specKind;
+
+    Decoder(MsgpackReader r) {
+      this.r = r;
+    }
+
+    DecodedBatch batch() {
+      double ts = 0;
+      boolean haveTs = false;
+      List<KvEvent> events = null;
+      int[] groups = null;
+      Integer rank = null;
+      if (r.peekType() == MsgpackReader.ARRAY) {
+        int n = r.readArrayHeader();
+        if (n < 2) {
+          throw MsgpackReader.error("a batch needs at least 2 elements but has " + n);
+        }
+        ts = r.readDouble();
+        haveTs = true;
+        events = new ArrayList<>();
+        groups = events(events);
+        if (n >= 3) {
+          rank = rank();
+        }
+        for (int i = 3; i < n; i++) {
+          r.skipValue();
+        }
+      } else if (r.peekType() == MsgpackReader.MAP) {
+        int n = r.readMapHeader();
+        for (int i = 0; i < n; i++) {
+          if (r.peekType() != MsgpackReader.STRING) {
+            r.skipValue();
+            r.skipValue();
+            continue;
+          }
+          int keyStart = r.position();
+          if (r.readStringEquals(TS)) {
+            ts = r.readDouble();
+            haveTs = true;
+            continue;
+          }
+          r.position(keyStart);
+          if (r.readStringEquals(EVENTS)) {
+            events = new ArrayList<>();
+            groups = events(events);
+            continue;
+          }
+          r.position(keyStart);
+          if (r.readStringEquals(DATA_PARALLEL_RANK)) {
+            rank = rank();
+            continue;
+          }
+          r.position(keyStart);
+          if (r.readStringEquals(DP_RANK)) {
+            rank = rank();
+            continue;
+          }
+          r.position(keyStart);
+          if (r.readStringEquals(ATTN_DP_RANK)) {
+            rank = rank();
+            continue;
+          }
+          r.skipValue();
+        }
+        if (!haveTs || events == null) {
+          throw MsgpackReader.error("a batch map needs the keys ts and events");
+        }
+      } else {
+        throw MsgpackReader.error("a batch must be an array or a map");
+      }
+      return new DecodedBatch(ts, events, groups, rank, skipped, invalid);
+    }
+
+    private @Nullable Integer rank() {
+      if (r.tryReadNil()) {
+        return null;
+      }
+      return (int) r.readLong(0, MAX_DATA_PARALLEL_RANK, "data_parallel_rank");
+    }
+
+    private int[] events(List<KvEvent> out) {
+      int n = r.readArrayHeader();
+      int[] groups = new int[n];
+      int count = 0;
+      for (int i = 0; i < n; i++) {
+        int start = r.position();
+        KvEvent event;
+        try {
+          event = event();
+        } catch (KvEventFormatException e) {
+          // The event is malformed; resynchronise on its end. If even skipping fails, the payload is broken.
+          r.position(start);
+          r.skipValue();
+          invalid++;
+          continue;
+        }
+        if (event == null) {
+          skipped++;
+        } else {
+          out.add(event);
+          groups[count++] = groupIndex;
+        }
+      }
+      return count == n ? groups : Arrays.copyOf(groups, count);
+    }
+
+    private @Nullable KvEvent event() {
+      kind = -1;
+      hashes = null;
+      parent = null;
+      tokens = null;
+      blockSize = -1;
+      medium = null;
+      loraName = null;
+      extraKeys = null;
+      groupIndex = -1;
+      specKind = null;
+      int type = r.peekType();
+      if (type == MsgpackReader.MAP) {
+        mapEvent();
+      } else if (type == MsgpackReader.ARRAY) {
+        arrayEvent();
+      } else {
+        throw MsgpackReader.error("an event must be a map or an array");
+      }
+      return build();
+    }
+
+    private void mapEvent() {
+      int n = r.readMapHeader();
+      for (int i = 0; i < n; i++) {
+        if (r.peekType() != MsgpackReader.STRING) {
+          r.skipValue();
+          r.skipValue();
+          continue;
+        }
+        int len = r.readStringHeader();
+        int keyStart = r.position();
+        r.skipBytes(len);
+        if (keyIs(keyStart, len, TYPE)) {
+          kind = tag();
+        } else if (keyIs(keyStart, len, BLOCK_HASHES)) {
+          hashes = hashes();
+        } else if (keyIs(keyStart, len, PARENT_BLOCK_HASH)) {
+          parent = optionalHash();
+        } else if (keyIs(keyStart, len, TOKEN_IDS)) {
+          tokens = tokens();
+        } else if (keyIs(keyStart, len, BLOCK_SIZE)) {
+          blockSize = (int) r.readLong(0, Integer.MAX_VALUE, "block_size");
+        } else if (keyIs(keyStart, len, MEDIUM)) {
+          medium = optionalString();
+        } else if (keyIs(keyStart, len, LORA_NAME)) {
+          loraName = optionalString();
+        } else if (keyIs(keyStart, len, EXTRA_KEYS)) {
+          extraKeys = extraKeys();
+        } else if (keyIs(keyStart, len, GROUP_IDX)) {
+          groupIndex = optionalGroup();
+        } else if (keyIs(keyStart, len, KV_CACHE_SPEC_KIND)) {
+          specKind = optionalString();
+        } else {
+          r.skipValue();
+        }
+      }
+      if (kind == -1) {
+        throw MsgpackReader.error("an event map has no type");
+      }
+    }
+
+    private boolean keyIs(int start, int len, byte[] key) {
+      if (len != key.length) {
+        return false;
+      }
+      for (int i = 0; i < len; i++) {
+        if (r.byteAt(start + i) != key[i]) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private void arrayEvent() {
+      int n = r.readArrayHeader();
+      if (n == 0) {
+        throw MsgpackReader.error("an event array is empty");
+      }
+      kind = tag();
+      int i = 1;
+      if (kind == KIND_STORED) {
+        if (n < 5) {
+          throw MsgpackReader.error("a BlockStored array needs at least 5 elements but has " + n);
+        }
+        hashes = hashes();
+        parent = optionalHash();
+        tokens = tokens();
+        blockSize = (int) r.readLong(0, Integer.MAX_VALUE, "block_size");
+        i = 5;
+        if (i < n) { // lora_id, deprecated
+          r.skipValue();
+          i++;
+        }
+        if (i < n) {
+          medium = optionalString();
+          i++;
+        }
+        if (i < n) { // lora_name; SGLang's metadata map sits here in its 8-element form
+          loraName = optionalString();
+          i++;
+        }
+        if (i < n) {
+          extraKeys = extraKeys();
+          i++;
+        }
+        if (i < n) {
+          groupIndex = optionalGroup();
+          i++;
+        }
+        if (i < n) {
+          specKind = optionalString();
+          i++;
+        }
+      } else if (kind == KIND_REMOVED) {
+        if (n < 2) {
+          throw MsgpackReader.error("a BlockRemoved array needs at least 2 elements but has " + n);
+        }
+        hashes = hashes();
+        i = 2;
+        if (i < n) {
+          medium = optionalString();
+          i++;
+        }
+        if (i < n) {
+          groupIndex = optionalGroup();
+          i++;
+        }
+      }
+      for (; i < n; i++) {
+        r.skipValue();
+      }
+    }
+
+    private int tag() {
+      if (r.peekType() != MsgpackReader.STRING) {
+        throw MsgpackReader.error("an event type must be a string");
+      }
+      int len = r.readStringHeader();
+      int start = r.position();
+      r.skipBytes(len);
+      if (keyIs(start, len, TAG_STORED)) {
+        return KIND_STORED;
+      }
+      if (keyIs(start, len, TAG_REMOVED)) {
+        return KIND_REMOVED;
+      }
+      if (keyIs(start, len, TAG_CLEARED)) {
+        return KIND_CLEARED;
+      }
+      return KIND_UNKNOWN;
+    }
+
+    private @Nullable KvEvent build() {
+      switch (kind) {
+        case KIND_STORED:
+          if (hashes == null || tokens == null || blockSize < 0) {
+            throw MsgpackReader.error("a BlockStored event needs block_hashes, token_ids and block_size");
+          }
+          return new BlockStored(hashes, parent, tokens, blockSize, loraName, StorageTier.fromMedium(medium),
+              specKind, extraKeys);
+        case KIND_REMOVED:
+          if (hashes == null) {
+            throw MsgpackReader.error("a BlockRemoved event needs block_hashes");
+          }
+          return new BlockRemoved(hashes, StorageTier.fromMedium(medium));
+        case KIND_CLEARED:
+          return AllBlocksCleared.INSTANCE;
+        default:
+          return null;
+      }
+    }
+
+    private long[] hashes() {
+      int n = r.readArrayHeader();
+      long[] out = new long[n];
+      for (int i = 0; i < n; i++) {
+        out[i] = hash();
+      }
+      return out;
+    }
+
+    private @Nullable Long optionalHash() {
+      return r.tryReadNil() ? null : hash();
+    }
+
+    private long hash() {
+      int type = r.peekType();
+      if (type == MsgpackReader.INTEGER) {
+        return r.readLong();
+      }
+      if (type == MsgpackReader.BINARY) {
+        int n = r.readBinaryHeader();
+        if (n == 0) {
+          throw MsgpackReader.error("an empty binary block hash");
+        }
+        int end = r.position() + n;
+        long v = 0;
+        for (int i = Math.max(r.position(), end - 8); i < end; i++) {
+          v = (v << 8) | (r.byteAt(i) & 0xFFL);
+        }
+        r.skipBytes(n);
+        return v;
+      }
+      throw MsgpackReader.error("a block hash must be an integer or binary");
+    }
+
+    private int[] tokens() {
+      int n = r.readArrayHeader();
+      int[] out = new int[n];
+      for (int i = 0; i < n; i++) {
+        if (r.peekType() == MsgpackReader.ARRAY) { // EAGLE bigram [token, next token]
+          int pair = r.readArrayHeader();
+          if (pair == 0) {
+            throw MsgpackReader.error("an empty bigram token");
+          }
+          out[i] = token();
+          for (int j = 1; j < pair; j++) {
+            r.skipValue();
+          }
+        } else {
+          out[i] = token();
+        }
+      }
+      return out;
+    }
+
+    private int token() {
+      return (int) r.readLong(Integer.MIN_VALUE, 0xFFFF_FFFFL, "token id");
+    }
+
+    private @Nullable String optionalString() {
+      int type = r.peekType();
+      if (type == MsgpackReader.STRING) {
+        return r.readString();
+      }
+      r.skipValue(); // nil, or a type we do not use (SGLang's metadata map in the lora_name slot)
+      return null;
+    }
+
+    private int optionalGroup() {
+      if (r.peekType() == MsgpackReader.INTEGER) {
+        long v = r.readLong();
+        return v < 0 || v > Integer.MAX_VALUE || r.lastIntegerWasLargeUnsigned() ? -1 : (int) v;
+      }
+      r.skipValue();
+      return -1;
+    }
+
+    private long @Nullable [][] extraKeys() {
+      if (r.peekType() != MsgpackReader.ARRAY) {
+        r.skipValue();
+        return null;
+      }
+      int n = r.readArrayHeader();
+      long[][] out = new long[n][];
+      boolean any = false;
+      long[] scratch = new long[4];
+      for (int i = 0; i < n; i++) {
+        if (r.tryReadNil()) {
+          continue;
+        }
+        int[] count = {0};
+        scratch = collect(scratch, count, 0);
+        if (count[0] > 0) {
+          out[i] = Arrays.copyOf(scratch, count[0]);
+          any = true;
+        }
+      }
+      return any ? out : null;
+    }
+
+    /** Collects 64-hex-character identifiers from one value, descending into arrays up to a fixed depth. */
+    private long[] collect(long[] into, int[] count, int depth) {
+      int type = r.peekType();
+      if (type == MsgpackReader.STRING) {
+        int len = r.readStringHeader();
+        int start = r.position();
+        r.skipBytes(len);
+        if (len == 64 && isHex(start, 64)) {
+          if (count[0] == into.length) {
+            into = Arrays.copyOf(into, into.length * 2);
+          }
+          into[count[0]++] = Long.parseUnsignedLong(asciiString(start, 16), 16);
+        }
+      } else if (type == MsgpackReader.ARRAY && depth < MAX_EXTRA_KEY_DEPTH) {
+        int n = r.readArrayHeader();
+        for (int i = 0; i < n; i++) {
+          into = collect(into, count, depth + 1);
+        }
+      } else {
+        r.skipValue();
+      }
+      return into;
+    }
+
+    private boolean isHex(int start, int len) {
+      for (int i = 0; i < len; i++) {
+        int c = r.byteAt(start + i);
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private String asciiString(int start, int len) {
+      char[] chars = new char[len];
+      for (int i = 0; i < len; i++) {
+        chars[i] = (char) r.byteAt(start + i);
+      }
+      return new String(chars);
+    }
+  }
+}

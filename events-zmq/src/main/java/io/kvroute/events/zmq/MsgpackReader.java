@@ -1,0 +1,464 @@
+package io.kvroute.events.zmq;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A minimal msgpack reader over a byte array; not thread-safe (one instance per payload).
+ *
+ * <p>Every declared length is checked against the bytes that remain before anything is allocated, so a header that
+ * claims a huge array or string fails fast instead of allocating: an array of {@code n} elements needs at least
+ * {@code n} bytes, a map of {@code n} entries at least {@code 2n}. Skipping is iterative, so deeply nested input
+ * cannot overflow the stack.
+ */
+final class MsgpackReader {
+  static final int NIL = 0;
+  static final int BOOLEAN = 1;
+  static final int INTEGER = 2;
+  static final int FLOAT = 3;
+  static final int STRING = 4;
+  static final int BINARY = 5;
+  static final int ARRAY = 6;
+  static final int MAP = 7;
+  static final int EXTENSION = 8;
+  static final int NEVER_USED = 9;
+
+  private final byte[] buf;
+  private final int limit;
+  private int pos;
+
+  MsgpackReader(byte[] buf, int offset, int length) {
+    if (offset < 0 || length < 0 || offset > buf.length - length) {
+      throw new IndexOutOfBoundsException("offset " + offset + " length " + length + " buffer " + buf.length);
+    }
+    this.buf = buf;
+    this.pos = offset;
+    this.limit = offset + length;
+  }
+
+  int position() {
+    return pos;
+  }
+
+  void position(int position) {
+    this.pos = position;
+  }
+
+  int remaining() {
+    return limit - pos;
+  }
+
+  static KvEventFormatException error(String message) {
+    return new KvEventFormatException(message);
+  }
+
+  private void require(long bytes) {
+    if (bytes > limit - pos) {
+      throw error("truncated payload: need " + bytes + " bytes at offset " + pos + " but " + (limit - pos)
+          + " remain");
+    }
+  }
+
+  private int u8() {
+    require(1);
+    return buf[pos++] & 0xFF;
+  }
+
+  private int u16() {
+    require(2);
+    int v = ((buf[pos] & 0xFF) << 8) | (buf[pos + 1] & 0xFF);
+    pos += 2;
+    return v;
+  }
+
+  private long u32() {
+    require(4);
+    long v = ((buf[pos] & 0xFFL) << 24) | ((buf[pos + 1] & 0xFFL) << 16) | ((buf[pos + 2] & 0xFFL) << 8)
+        | (buf[pos + 3] & 0xFFL);
+    pos += 4;
+    return v;
+  }
+
+  private long u64() {
+    require(8);
+    long v = 0;
+    for (int i = 0; i < 8; i++) {
+      v = (v << 8) | (buf[pos + i] & 0xFFL);
+    }
+    pos += 8;
+    return v;
+  }
+
+  /** The type of the next value, without consuming it. */
+  int peekType() {
+    require(1);
+    return typeOf(buf[pos] & 0xFF);
+  }
+
+  private static int typeOf(int b) {
+    if (b <= 0x7F || b >= 0xE0) {
+      return INTEGER;
+    }
+    if (b <= 0x8F) {
+      return MAP;
+    }
+    if (b <= 0x9F) {
+      return ARRAY;
+    }
+    if (b <= 0xBF) {
+      return STRING;
+    }
+    switch (b) {
+      case 0xC0:
+        return NIL;
+      case 0xC1:
+        return NEVER_USED;
+      case 0xC2:
+      case 0xC3:
+        return BOOLEAN;
+      case 0xC4:
+      case 0xC5:
+      case 0xC6:
+        return BINARY;
+      case 0xC7:
+      case 0xC8:
+      case 0xC9:
+      case 0xD4:
+      case 0xD5:
+      case 0xD6:
+      case 0xD7:
+      case 0xD8:
+        return EXTENSION;
+      case 0xCA:
+      case 0xCB:
+        return FLOAT;
+      case 0xCC:
+      case 0xCD:
+      case 0xCE:
+      case 0xCF:
+      case 0xD0:
+      case 0xD1:
+      case 0xD2:
+      case 0xD3:
+        return INTEGER;
+      case 0xD9:
+      case 0xDA:
+      case 0xDB:
+        return STRING;
+      case 0xDC:
+      case 0xDD:
+        return ARRAY;
+      default: // 0xDE, 0xDF
+        return MAP;
+    }
+  }
+
+  /** Consumes a nil and returns true, or returns false and consumes nothing. */
+  boolean tryReadNil() {
+    require(1);
+    if ((buf[pos] & 0xFF) == 0xC0) {
+      pos++;
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Reads an integer of any width. Unsigned 64-bit values keep their bit pattern (values of 2^63 and above come back
+   * negative); use {@link #lastIntegerWasLargeUnsigned()} to tell them from negative values.
+   */
+  long readLong() {
+    int b = u8();
+    largeUnsigned = false;
+    if (b <= 0x7F) {
+      return b;
+    }
+    if (b >= 0xE0) {
+      return (byte) b;
+    }
+    switch (b) {
+      case 0xCC:
+        return u8();
+      case 0xCD:
+        return u16();
+      case 0xCE:
+        return u32();
+      case 0xCF:
+        long v = u64();
+        largeUnsigned = v < 0;
+        return v;
+      case 0xD0:
+        return (byte) u8();
+      case 0xD1:
+        return (short) u16();
+      case 0xD2:
+        return (int) u32();
+      case 0xD3:
+        return u64();
+      default:
+        pos--;
+        throw error("expected an integer but found " + describe(b) + " at offset " + pos);
+    }
+  }
+
+  private boolean largeUnsigned;
+
+  boolean lastIntegerWasLargeUnsigned() {
+    return largeUnsigned;
+  }
+
+  /** Reads an integer that must lie in {@code [min, max]}. */
+  long readLong(long min, long max, String what) {
+    int start = pos;
+    long v = readLong();
+    if (largeUnsigned || v < min || v > max) {
+      throw error(what + " out of range at offset " + start + ": "
+          + (largeUnsigned ? Long.toUnsignedString(v) : Long.toString(v)));
+    }
+    return v;
+  }
+
+  /** Reads a float or an integer as a double. */
+  double readDouble() {
+    require(1);
+    int b = buf[pos] & 0xFF;
+    if (b == 0xCB) {
+      pos++;
+      return Double.longBitsToDouble(u64());
+    }
+    if (b == 0xCA) {
+      pos++;
+      return Float.intBitsToFloat((int) u32());
+    }
+    if (typeOf(b) == INTEGER) {
+      long v = readLong();
+      return largeUnsigned ? (v >>> 1) * 2.0 + (v & 1) : (double) v;
+    }
+    throw error("expected a number but found " + describe(b) + " at offset " + pos);
+  }
+
+  /** Reads an array header; the count is guaranteed not to exceed the remaining bytes. */
+  int readArrayHeader() {
+    int b = u8();
+    long n;
+    if ((b & 0xF0) == 0x90) {
+      n = b & 0x0F;
+    } else if (b == 0xDC) {
+      n = u16();
+    } else if (b == 0xDD) {
+      n = u32();
+    } else {
+      pos--;
+      throw error("expected an array but found " + describe(b) + " at offset " + pos);
+    }
+    if (n > remaining()) {
+      throw error("array of " + n + " elements at offset " + pos + " exceeds the " + remaining()
+          + " remaining bytes");
+    }
+    return (int) n;
+  }
+
+  /** Reads a map header; the count is guaranteed not to exceed half the remaining bytes. */
+  int readMapHeader() {
+    int b = u8();
+    long n;
+    if ((b & 0xF0) == 0x80) {
+      n = b & 0x0F;
+    } else if (b == 0xDE) {
+      n = u16();
+    } else if (b == 0xDF) {
+      n = u32();
+    } else {
+      pos--;
+      throw error("expected a map but found " + describe(b) + " at offset " + pos);
+    }
+    if (2 * n > remaining()) {
+      throw error("map of " + n + " entries at offset " + pos + " exceeds the " + remaining() + " remaining bytes");
+    }
+    return (int) n;
+  }
+
+  /** Reads a string header and returns its length; the bytes follow at {@link #position()}, all present. */
+  int readStringHeader() {
+    int b = u8();
+    long n;
+    if ((b & 0xE0) == 0xA0) {
+      n = b & 0x1F;
+    } else if (b == 0xD9) {
+      n = u8();
+    } else if (b == 0xDA) {
+      n = u16();
+    } else if (b == 0xDB) {
+      n = u32();
+    } else {
+      pos--;
+      throw error("expected a string but found " + describe(b) + " at offset " + pos);
+    }
+    require(n);
+    return (int) n;
+  }
+
+  String readString() {
+    int n = readStringHeader();
+    String s = new String(buf, pos, n, StandardCharsets.UTF_8);
+    pos += n;
+    return s;
+  }
+
+  /** Reads a string and returns whether its bytes equal {@code expected}. */
+  boolean readStringEquals(byte[] expected) {
+    int n = readStringHeader();
+    boolean equal = n == expected.length && java.util.Arrays.equals(buf, pos, pos + n, expected, 0, n);
+    pos += n;
+    return equal;
+  }
+
+  /** Reads a binary header and returns its length; the bytes follow at {@link #position()}, all present. */
+  int readBinaryHeader() {
+    int b = u8();
+    long n;
+    if (b == 0xC4) {
+      n = u8();
+    } else if (b == 0xC5) {
+      n = u16();
+    } else if (b == 0xC6) {
+      n = u32();
+    } else {
+      pos--;
+      throw error("expected binary but found " + describe(b) + " at offset " + pos);
+    }
+    require(n);
+    return (int) n;
+  }
+
+  byte byteAt(int index) {
+    return buf[index];
+  }
+
+  void skipBytes(int n) {
+    require(n);
+    pos += n;
+  }
+
+  /** Skips one complete value, however deeply nested, without recursion and without allocating. */
+  void skipValue() {
+    long pending = 1;
+    while (pending > 0) {
+      pending--;
+      int b = u8();
+      if (b <= 0x7F || b >= 0xE0 || b == 0xC0 || b == 0xC2 || b == 0xC3) {
+        continue;
+      }
+      if (b <= 0x8F) {
+        pending += 2L * (b & 0x0F);
+      } else if (b <= 0x9F) {
+        pending += b & 0x0F;
+      } else if (b <= 0xBF) {
+        skipBytes(b & 0x1F);
+      } else {
+        switch (b) {
+          case 0xC4:
+          case 0xD9:
+            skipBytes(u8());
+            break;
+          case 0xC5:
+          case 0xDA:
+            skipBytes(u16());
+            break;
+          case 0xC6:
+          case 0xDB:
+            skipBounded(u32());
+            break;
+          case 0xC7:
+            skipBytes(u8() + 1);
+            break;
+          case 0xC8:
+            skipBytes(u16() + 1);
+            break;
+          case 0xC9:
+            skipBounded(u32() + 1);
+            break;
+          case 0xCA:
+          case 0xCE:
+          case 0xD2:
+            skipBytes(4);
+            break;
+          case 0xCB:
+          case 0xCF:
+          case 0xD3:
+            skipBytes(8);
+            break;
+          case 0xCC:
+          case 0xD0:
+            skipBytes(1);
+            break;
+          case 0xCD:
+          case 0xD1:
+            skipBytes(2);
+            break;
+          case 0xD4:
+            skipBytes(2);
+            break;
+          case 0xD5:
+            skipBytes(3);
+            break;
+          case 0xD6:
+            skipBytes(5);
+            break;
+          case 0xD7:
+            skipBytes(9);
+            break;
+          case 0xD8:
+            skipBytes(17);
+            break;
+          case 0xDC:
+            pending += u16();
+            break;
+          case 0xDD:
+            pending += u32();
+            break;
+          case 0xDE:
+            pending += 2L * u16();
+            break;
+          case 0xDF:
+            pending += 2L * u32();
+            break;
+          default: // 0xC1
+            throw error("invalid msgpack byte 0xc1 at offset " + (pos - 1));
+        }
+      }
+      if (pending > remaining()) {
+        throw error("nested values at offset " + pos + " exceed the " + remaining() + " remaining bytes");
+      }
+    }
+  }
+
+  private void skipBounded(long n) {
+    require(n);
+    pos += (int) n;
+  }
+
+  private static String describe(int b) {
+    switch (typeOf(b)) {
+      case NIL:
+        return "nil";
+      case BOOLEAN:
+        return "a boolean";
+      case INTEGER:
+        return "an integer";
+      case FLOAT:
+        return "a float";
+      case STRING:
+        return "a string";
+      case BINARY:
+        return "binary";
+      case ARRAY:
+        return "an array";
+      case MAP:
+        return "a map";
+      case EXTENSION:
+        return "an extension";
+      default:
+        return "the invalid byte 0xc1";
+    }
+  }
+}
