@@ -222,10 +222,10 @@ public final class KvIndexer implements KvEventSink {
       long seq = 0;
       boolean blockOrphan = orphan;
       if (tokenless) {
+        // A tokenless block is known only through the same engine block in a tier; its parent does not matter.
         int twin = findAnyTier(slot, tier, hashes[i]);
-        if (twin == NIL || isOrphan(twin)) {
-          blockOrphan = true;
-        } else {
+        blockOrphan = twin == NIL || isOrphan(twin);
+        if (!blockOrphan) {
           seq = table[twin * STRIDE + SEQ];
         }
       } else if (!orphan) {
