@@ -1,0 +1,329 @@
+package io.kvroute.examples;
+
+import io.kvroute.Router;
+import io.kvroute.RouterPolicy;
+import io.kvroute.sim.SharedPrefixWorkload;
+import io.kvroute.sim.SimEngineConfig;
+import io.kvroute.sim.Simulation;
+import io.kvroute.sim.SimulationResult;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * Replays the measured article's experiment (6 vLLM workers, 585-block caches, a 2,032-token shared prefix plus a
+ * unique 339-token tail, closed loop at concurrency 8, prefix kinds 2/7/12/24 drawn uniformly) through the
+ * in-process simulator for every built-in routing policy, and prints request hit rate and cached-token ratio per
+ * policy beside the article's measured values; not thread-safe (a command-line program).
+ *
+ * <p>Run from a fresh clone:
+ * <pre>{@code
+ * mvn -q -pl examples -am package -DskipTests && java -jar examples/target/kvroute-examples.jar
+ * }</pre>
+ *
+ * <p>Options: {@code --kinds 2,7,12,24 --workers 6 --concurrency 8 --requests 240 --runs 3 --output-tokens 128
+ * --blocks 585 --event-delay-ms 2 --seed 1 --policies roundRobin,kvAware,...}. Each point is the median of
+ * {@code --runs} runs with seeds {@code seed, seed+1, …}; every policy sees the same requests in the same order,
+ * as in the article. 240 requests per run reproduce the article's cold-start misses (12 of 240 at 2 kinds).
+ */
+public final class ArticleExperiment {
+  /** The article's request hit rates at 6 workers, concurrency 8: kinds -> {Service, round-robin, KV routing}. */
+  static final Map<Integer, double[]> ARTICLE_HIT_RATE = Map.of(
+      2, new double[] {0.950, 0.950, 0.975},
+      7, new double[] {0.555, 0.535, 0.830},
+      12, new double[] {0.321, 0.292, 0.679},
+      24, new double[] {0.175, 0.175, 0.433});
+
+  /** The article's cached-token ratios at 6 workers, concurrency 8: kinds -> {round-robin, KV, approximate}. */
+  static final Map<Integer, double[]> ARTICLE_CACHED_RATIO = Map.of(
+      2, new double[] {0.814, 0.835, 0.848},
+      7, new double[] {0.439, 0.702, 0.638},
+      12, new double[] {0.247, 0.573, 0.480},
+      24, new double[] {0.149, 0.361, 0.245});
+
+  /** Every built-in policy of the core, by name. */
+  static final Map<String, Supplier<RouterPolicy>> POLICIES = builtInPolicies();
+
+  private ArticleExperiment() {}
+
+  private static Map<String, Supplier<RouterPolicy>> builtInPolicies() {
+    Map<String, Supplier<RouterPolicy>> policies = new LinkedHashMap<>();
+    policies.put("roundRobin", RouterPolicy::roundRobin);
+    policies.put("random", RouterPolicy::random);
+    policies.put("leastLoaded", RouterPolicy::leastLoaded);
+    policies.put("kvAware", RouterPolicy::kvAware);
+    policies.put("approximate", RouterPolicy::approximate);
+    policies.put("cacheAffinity", RouterPolicy::cacheAffinity);
+    return policies;
+  }
+
+  /** Runs the experiment with command-line options and prints the tables. */
+  public static void main(String[] args) {
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("error: " + e.getMessage());
+      System.err.println(Options.USAGE);
+      System.exit(2);
+      return;
+    }
+    if (options.help) {
+      System.out.println(Options.USAGE);
+      return;
+    }
+    long start = System.nanoTime();
+    Results results = run(options, System.err);
+    print(results, options, System.out);
+    System.out.printf(Locale.ROOT, "%nDone in %.1f s.%n", (System.nanoTime() - start) / 1e9);
+  }
+
+  /** Runs every (kinds, policy) point of {@code options}, reporting progress lines to {@code progress}. */
+  static Results run(Options options, PrintStream progress) {
+    Results results = new Results(options);
+    int points = options.kinds.length * options.policies.size();
+    int done = 0;
+    progress.printf(Locale.ROOT, "Simulating %d workers x %d blocks, concurrency %d, %d requests x %d runs per point"
+            + ", %d-token outputs...%n", options.workers, options.blocks, options.concurrency, options.requests,
+        options.runs, options.outputTokens);
+    for (int kinds : options.kinds) {
+      for (String policy : options.policies) {
+        long t0 = System.nanoTime();
+        Point point = runPoint(options, kinds, POLICIES.get(policy));
+        results.put(kinds, policy, point);
+        done++;
+        progress.printf(Locale.ROOT, "[%2d/%d] kinds=%-2d %-13s hit %5.1f%%  cached %.3f  TTFT p50/p99 %4.0f/%4.0f ms"
+                + "  (%d ms)%n", done, points, kinds, policy, 100 * point.hitRate, point.cachedRatio, point.ttftP50,
+            point.ttftP99, (System.nanoTime() - t0) / 1_000_000);
+      }
+    }
+    return results;
+  }
+
+  /** One (kinds, policy) point: the medians over the runs. */
+  static Point runPoint(Options options, int kinds, Supplier<RouterPolicy> policy) {
+    SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(options.blocks).build();
+    double[] hit = new double[options.runs];
+    double[] ratio = new double[options.runs];
+    double[] p50 = new double[options.runs];
+    double[] p99 = new double[options.runs];
+    double[] spread = new double[options.runs];
+    for (int run = 0; run < options.runs; run++) {
+      long seed = options.seed + run;
+      SharedPrefixWorkload workload = SharedPrefixWorkload.newBuilder()
+          .prefixKinds(kinds)
+          .outputTokens(options.outputTokens)
+          .seed(seed)
+          .build();
+      SimulationResult result = Simulation.newBuilder()
+          .engine(engine)
+          .workers(options.workers)
+          .concurrency(options.concurrency)
+          .requests(options.requests)
+          .workload(workload)
+          .eventDelay(Duration.ofNanos(options.eventDelayNanos))
+          .router(ticker -> Router.newBuilder().policy(policy.get()).ticker(ticker).randomSeed(seed).build())
+          .build()
+          .run();
+      hit[run] = result.requestHitRate();
+      ratio[run] = result.cachedTokenRatio();
+      p50[run] = result.ttftMillis(0.50);
+      p99[run] = result.ttftMillis(0.99);
+      spread[run] = result.workersPerPrefixGroup();
+    }
+    return new Point(median(hit), median(ratio), median(p50), median(p99), median(spread));
+  }
+
+  static double median(double[] values) {
+    double[] sorted = values.clone();
+    Arrays.sort(sorted);
+    int n = sorted.length;
+    return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  }
+
+  static void print(Results results, Options options, PrintStream out) {
+    List<String> policies = options.policies;
+    out.println();
+    out.printf(Locale.ROOT, "Request hit rate (share of requests with >= 1 cached prompt block), %d workers,"
+        + " concurrency %d%n", options.workers, options.concurrency);
+    StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-6s| %-24s|", "kinds", "article Svc / RR / KV"));
+    for (String p : policies) {
+      header.append(String.format(Locale.ROOT, " %13s", p));
+    }
+    out.println(header);
+    out.println("-".repeat(header.length()));
+    for (int kinds : options.kinds) {
+      double[] a = ARTICLE_HIT_RATE.get(kinds);
+      StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6d| %-24s|", kinds,
+          a == null ? "-" : String.format(Locale.ROOT, "%.1f / %.1f / %.1f%%", 100 * a[0], 100 * a[1], 100 * a[2])));
+      for (String p : policies) {
+        row.append(String.format(Locale.ROOT, " %12.1f%%", 100 * results.get(kinds, p).hitRate));
+      }
+      out.println(row);
+    }
+
+    out.println();
+    out.printf(Locale.ROOT, "Cached-token ratio (cached prompt tokens / prompt tokens, max %.3f)%n",
+        (double) SharedPrefixWorkload.ARTICLE_PREFIX_TOKENS
+            / (SharedPrefixWorkload.ARTICLE_PREFIX_TOKENS + SharedPrefixWorkload.ARTICLE_TAIL_TOKENS));
+    header = new StringBuilder(String.format(Locale.ROOT, "%-6s| %-24s|", "kinds", "article RR / KV / approx"));
+    for (String p : policies) {
+      header.append(String.format(Locale.ROOT, " %13s", p));
+    }
+    out.println(header);
+    out.println("-".repeat(header.length()));
+    for (int kinds : options.kinds) {
+      double[] a = ARTICLE_CACHED_RATIO.get(kinds);
+      StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6d| %-24s|", kinds,
+          a == null ? "-" : String.format(Locale.ROOT, "%.3f / %.3f / %.3f", a[0], a[1], a[2])));
+      for (String p : policies) {
+        row.append(String.format(Locale.ROOT, " %13.3f", results.get(kinds, p).cachedRatio));
+      }
+      out.println(row);
+    }
+
+    out.println();
+    out.println("Simulated TTFT p50 / p99 in ms (engine-side virtual time, no HTTP or network cost)");
+    header = new StringBuilder(String.format(Locale.ROOT, "%-6s|", "kinds"));
+    for (String p : policies) {
+      header.append(String.format(Locale.ROOT, " %13s", p));
+    }
+    out.println(header);
+    out.println("-".repeat(header.length()));
+    for (int kinds : options.kinds) {
+      StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6d|", kinds));
+      for (String p : policies) {
+        Point point = results.get(kinds, p);
+        row.append(String.format(Locale.ROOT, " %13s", String.format(Locale.ROOT, "%.0f / %.0f", point.ttftP50,
+            point.ttftP99)));
+      }
+      out.println(row);
+    }
+
+    out.println();
+    out.println("Workers one prefix was sent to (article at concurrency 4: RR 6.00/6.00/6.00/5.92,"
+        + " KV 1.00/2.86/4.00/5.17)");
+    out.println(header);
+    out.println("-".repeat(header.length()));
+    for (int kinds : options.kinds) {
+      StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6d|", kinds));
+      for (String p : policies) {
+        row.append(String.format(Locale.ROOT, " %13.2f", results.get(kinds, p).workersPerPrefix));
+      }
+      out.println(row);
+    }
+  }
+
+  /** The medians of one (kinds, policy) point. */
+  record Point(double hitRate, double cachedRatio, double ttftP50, double ttftP99, double workersPerPrefix) {}
+
+  /** All points of a run, by kinds and policy. */
+  static final class Results {
+    private final Map<String, Point> points = new LinkedHashMap<>();
+
+    Results(Options options) {}
+
+    void put(int kinds, String policy, Point point) {
+      points.put(kinds + "/" + policy, point);
+    }
+
+    Point get(int kinds, String policy) {
+      Point p = points.get(kinds + "/" + policy);
+      if (p == null) {
+        throw new IllegalArgumentException("no result for kinds " + kinds + " and policy " + policy);
+      }
+      return p;
+    }
+  }
+
+  /** Command-line options. */
+  static final class Options {
+    static final String USAGE = String.join("\n",
+        "usage: java -jar kvroute-examples.jar [options]",
+        "  --kinds 2,7,12,24        prefix kinds (rows)",
+        "  --policies a,b,...       policies (columns), from: " + String.join(",", POLICIES.keySet()),
+        "  --workers 6              simulated vLLM workers",
+        "  --concurrency 8          closed-loop clients",
+        "  --requests 240           requests per run",
+        "  --runs 3                 runs per point (median reported)",
+        "  --blocks 585             KV cache blocks per worker (16 tokens each)",
+        "  --output-tokens 128      output tokens per request",
+        "  --event-delay-ms 2       KV event delivery delay (virtual time)",
+        "  --seed 1                 seed of the first run");
+
+    int[] kinds = {2, 7, 12, 24};
+    List<String> policies = new ArrayList<>(POLICIES.keySet());
+    int workers = 6;
+    int concurrency = 8;
+    int requests = 240;
+    int runs = 3;
+    int blocks = SimEngineConfig.DEFAULT_NUM_BLOCKS;
+    int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
+    long eventDelayNanos = Simulation.DEFAULT_EVENT_DELAY.toNanos();
+    long seed = 1;
+    boolean help;
+
+    static Options parse(String[] args) {
+      Options o = new Options();
+      for (int i = 0; i < args.length; i++) {
+        String arg = args[i];
+        if (arg.equals("-h") || arg.equals("--help")) {
+          o.help = true;
+          continue;
+        }
+        if (i + 1 >= args.length) {
+          throw new IllegalArgumentException("missing value after " + arg);
+        }
+        String value = args[++i];
+        switch (arg) {
+          case "--kinds" -> o.kinds = Arrays.stream(value.split(",")).mapToInt(s -> positive(s, arg)).toArray();
+          case "--policies" -> {
+            List<String> chosen = new ArrayList<>();
+            for (String name : value.split(",")) {
+              if (!POLICIES.containsKey(name.trim())) {
+                throw new IllegalArgumentException("unknown policy '" + name + "'; known: " + POLICIES.keySet());
+              }
+              chosen.add(name.trim());
+            }
+            o.policies = chosen;
+          }
+          case "--workers" -> o.workers = positive(value, arg);
+          case "--concurrency" -> o.concurrency = positive(value, arg);
+          case "--requests" -> o.requests = positive(value, arg);
+          case "--runs" -> o.runs = positive(value, arg);
+          case "--blocks" -> o.blocks = positive(value, arg);
+          case "--output-tokens" -> o.outputTokens = positive(value, arg);
+          case "--event-delay-ms" -> {
+            double ms = Double.parseDouble(value);
+            if (!(ms >= 0)) {
+              throw new IllegalArgumentException("--event-delay-ms must not be negative but was " + value);
+            }
+            o.eventDelayNanos = Math.round(ms * 1e6);
+          }
+          case "--seed" -> o.seed = Long.parseLong(value);
+          default -> throw new IllegalArgumentException("unknown option " + arg);
+        }
+      }
+      return o;
+    }
+
+    private static int positive(String value, String option) {
+      int v;
+      try {
+        v = Integer.parseInt(value.trim());
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException(option + " needs a positive integer but got '" + value + "'");
+      }
+      if (v <= 0) {
+        throw new IllegalArgumentException(option + " needs a positive integer but got " + v);
+      }
+      return v;
+    }
+  }
+}

@@ -1,0 +1,188 @@
+package io.kvroute.sim;
+
+import java.util.SplittableRandom;
+
+/**
+ * The measured article's workload: each prompt is one of {@code prefixKinds} shared prefixes, drawn uniformly,
+ * followed by a tail unique to the request; immutable and thread-safe.
+ *
+ * <p>Prompts are text of synthetic words ({@code k<kind>w<i>} for the prefix, {@code r<request>w<i>} for the
+ * tail), one {@link SimTokenizer} token per word, so the same workload can be sent as text over HTTP
+ * ({@link #promptText}) or as token ids in process ({@link #request}), with identical token ids. Defaults are the
+ * article's: 2,032 prefix tokens (127 blocks of 16), 339 tail tokens, 7 kinds.
+ */
+public final class SharedPrefixWorkload implements Workload {
+  /** The article's shared prefix length. */
+  public static final int ARTICLE_PREFIX_TOKENS = 2032;
+  /** The article's per-request tail length. */
+  public static final int ARTICLE_TAIL_TOKENS = 339;
+  /**
+   * Output tokens per request. The article does not state its output length; 128 tokens gives the article's
+   * throughput at concurrency 16 with the default {@link TimingModel}.
+   */
+  public static final int DEFAULT_OUTPUT_TOKENS = 128;
+
+  private final int prefixKinds;
+  private final int prefixTokens;
+  private final int tailTokens;
+  private final int outputTokens;
+  private final long seed;
+  private final SimTokenizer tokenizer;
+  private final int[][] prefixes;
+
+  private SharedPrefixWorkload(Builder b) {
+    this.prefixKinds = b.prefixKinds;
+    this.prefixTokens = b.prefixTokens;
+    this.tailTokens = b.tailTokens;
+    this.outputTokens = b.outputTokens;
+    this.seed = b.seed;
+    this.tokenizer = b.tokenizer;
+    this.prefixes = new int[prefixKinds][];
+    for (int k = 0; k < prefixKinds; k++) {
+      prefixes[k] = tokenizer.encode(prefixText(k));
+    }
+  }
+
+  /** The article's workload with {@code prefixKinds} kinds and the given seed. */
+  public static SharedPrefixWorkload article(int prefixKinds, long seed) {
+    return newBuilder().prefixKinds(prefixKinds).seed(seed).build();
+  }
+
+  /** A builder with the article's defaults. */
+  public static Builder newBuilder() {
+    return new Builder();
+  }
+
+  /** The number of distinct shared prefixes. */
+  public int prefixKinds() {
+    return prefixKinds;
+  }
+
+  /** Tokens per shared prefix. */
+  public int prefixTokens() {
+    return prefixTokens;
+  }
+
+  /** Tokens per unique tail. */
+  public int tailTokens() {
+    return tailTokens;
+  }
+
+  /** Output tokens per request. */
+  public int outputTokens() {
+    return outputTokens;
+  }
+
+  /** The prefix kind of request {@code index}, uniform over the kinds. */
+  public int kind(int index) {
+    return new SplittableRandom(seed * 0x9e3779b97f4a7c15L + index).nextInt(prefixKinds);
+  }
+
+  @Override
+  public SimRequest request(int index) {
+    requireIndex(index);
+    int kind = kind(index);
+    int[] tail = tokenizer.encode(tailText(index));
+    int[] prompt = new int[prefixTokens + tail.length];
+    System.arraycopy(prefixes[kind], 0, prompt, 0, prefixTokens);
+    System.arraycopy(tail, 0, prompt, prefixTokens, tail.length);
+    return new SimRequest(prompt, outputTokens, kind);
+  }
+
+  /** The prompt of request {@code index} as text; {@link SimTokenizer#encode} gives {@code request(index)}'s tokens. */
+  public String promptText(int index) {
+    requireIndex(index);
+    return prefixText(kind(index)) + " " + tailText(index);
+  }
+
+  private String prefixText(int kind) {
+    StringBuilder sb = new StringBuilder(prefixTokens * 8);
+    for (int i = 0; i < prefixTokens; i++) {
+      sb.append(i == 0 ? "" : " ").append('k').append(kind).append('w').append(i);
+    }
+    return sb.toString();
+  }
+
+  private String tailText(int index) {
+    StringBuilder sb = new StringBuilder(tailTokens * 10);
+    long tag = seed * 1_000_003L + index;
+    for (int i = 0; i < tailTokens; i++) {
+      sb.append(i == 0 ? "" : " ").append('r').append(Long.toHexString(tag)).append('w').append(i);
+    }
+    return sb.toString();
+  }
+
+  private static void requireIndex(int index) {
+    if (index < 0) {
+      throw new IllegalArgumentException("index must not be negative but was " + index);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "SharedPrefixWorkload{kinds=" + prefixKinds + ", prefix=" + prefixTokens + ", tail=" + tailTokens
+        + ", output=" + outputTokens + ", seed=" + seed + "}";
+  }
+
+  /** Builds a {@link SharedPrefixWorkload}; not thread-safe. */
+  public static final class Builder {
+    private int prefixKinds = 7;
+    private int prefixTokens = ARTICLE_PREFIX_TOKENS;
+    private int tailTokens = ARTICLE_TAIL_TOKENS;
+    private int outputTokens = DEFAULT_OUTPUT_TOKENS;
+    private long seed = 42;
+    private SimTokenizer tokenizer = SimTokenizer.standard();
+
+    private Builder() {}
+
+    /** @throws IllegalArgumentException if {@code prefixKinds} is not positive */
+    public Builder prefixKinds(int prefixKinds) {
+      this.prefixKinds = positive(prefixKinds, "prefixKinds");
+      return this;
+    }
+
+    /** @throws IllegalArgumentException if {@code prefixTokens} is negative */
+    public Builder prefixTokens(int prefixTokens) {
+      if (prefixTokens < 0) {
+        throw new IllegalArgumentException("prefixTokens must not be negative but was " + prefixTokens);
+      }
+      this.prefixTokens = prefixTokens;
+      return this;
+    }
+
+    /** @throws IllegalArgumentException if {@code tailTokens} is not positive */
+    public Builder tailTokens(int tailTokens) {
+      this.tailTokens = positive(tailTokens, "tailTokens");
+      return this;
+    }
+
+    /** @throws IllegalArgumentException if {@code outputTokens} is not positive */
+    public Builder outputTokens(int outputTokens) {
+      this.outputTokens = positive(outputTokens, "outputTokens");
+      return this;
+    }
+
+    /** Seeds the kind draws and tails. */
+    public Builder seed(long seed) {
+      this.seed = seed;
+      return this;
+    }
+
+    /** @throws NullPointerException if {@code tokenizer} is null */
+    public Builder tokenizer(SimTokenizer tokenizer) {
+      this.tokenizer = java.util.Objects.requireNonNull(tokenizer, "tokenizer");
+      return this;
+    }
+
+    public SharedPrefixWorkload build() {
+      return new SharedPrefixWorkload(this);
+    }
+
+    private static int positive(int value, String name) {
+      if (value <= 0) {
+        throw new IllegalArgumentException(name + " must be positive but was " + value);
+      }
+      return value;
+    }
+  }
+}

@@ -1,0 +1,279 @@
+package io.kvroute.sim;
+
+import io.kvroute.KvEvent;
+import io.kvroute.Router;
+import io.kvroute.Routing;
+import io.kvroute.Ticker;
+import io.kvroute.Worker;
+import io.kvroute.WorkerId;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.PriorityQueue;
+import java.util.function.Function;
+
+/**
+ * The in-process mode: a deterministic discrete-event simulation of closed-loop clients, a {@link Router} and
+ * simulated engines, on a virtual clock with no sockets and no threads; an immutable description of a run,
+ * thread-safe, and {@link #run()} may be called any number of times (each run starts from empty caches and gives
+ * the same result).
+ *
+ * <p>Each of {@code concurrency} clients sends a request, waits for it to finish and sends the next, until
+ * {@code requests} have been sent. A request is routed with {@code router.select(tokens)} at send time, queued in
+ * the chosen engine, scheduled and timed by the same engine model as {@link SimServer} ({@link SimEngine},
+ * {@link TimingModel}); the routing handle gets {@code firstToken()} when the first token is sampled and
+ * {@code close()} when the request finishes. Each engine step's KV events reach {@code router.eventSink()} after
+ * {@code eventDelay} of virtual time, as they would over ZeroMQ. The router's {@link Ticker} must be the
+ * simulation's clock, which is why the router is built by a factory that receives it.
+ */
+public final class Simulation {
+  /** The default delay between an engine step's end and the router applying its KV events. */
+  public static final Duration DEFAULT_EVENT_DELAY = Duration.ofMillis(2);
+
+  private final SimEngineConfig engine;
+  private final int workers;
+  private final int concurrency;
+  private final int requests;
+  private final Workload workload;
+  private final Function<Ticker, Router> routerFactory;
+  private final long eventDelayNanos;
+
+  private Simulation(Builder b) {
+    this.engine = b.engine;
+    this.workers = b.workers;
+    this.concurrency = b.concurrency;
+    this.requests = b.requests;
+    this.workload = b.workload;
+    this.routerFactory = b.routerFactory;
+    this.eventDelayNanos = b.eventDelay.toNanos();
+  }
+
+  /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
+  public static Builder newBuilder() {
+    return new Builder();
+  }
+
+  /** Runs the simulation from empty caches and returns what happened. */
+  public SimulationResult run() {
+    return new Run().execute();
+  }
+
+  @Override
+  public String toString() {
+    return "Simulation{workers=" + workers + ", concurrency=" + concurrency + ", requests=" + requests
+        + ", workload=" + workload + ", engine=" + engine + "}";
+  }
+
+  private static final int SEND = 0;
+  private static final int STEP_DONE = 1;
+  private static final int DELIVER = 2;
+
+  /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
+  private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
+      implements Comparable<Occurrence> {
+    @Override
+    public int compareTo(Occurrence o) {
+      int byTime = Long.compare(time, o.time);
+      return byTime != 0 ? byTime : Long.compare(seq, o.seq);
+    }
+  }
+
+  private record EngineOrEvents(SimEngine.Step step, List<KvEvent> events) {}
+
+  /** The mutable state of one run; confined to the calling thread. */
+  private final class Run {
+    private final PriorityQueue<Occurrence> queue = new PriorityQueue<>();
+    private final SimEngine[] engines = new SimEngine[workers];
+    private final WorkerId[] workerIds = new WorkerId[workers];
+    private final boolean[] busy = new boolean[workers];
+    private final Map<WorkerId, Integer> indexOf = new HashMap<>();
+    private final SimulationResult.Recorder recorder = new SimulationResult.Recorder(requests, workers);
+    private long now;
+    private long seq;
+    private int issued;
+    private Router router;
+
+    Occurrence schedule(long time, int kind, int target, EngineOrEvents payload) {
+      Occurrence o = new Occurrence(time, seq++, kind, target, payload);
+      queue.add(o);
+      return o;
+    }
+
+    SimulationResult execute() {
+      router = Objects.requireNonNull(routerFactory.apply(() -> now), "router factory returned null");
+      for (int w = 0; w < workers; w++) {
+        int worker = w;
+        workerIds[w] = WorkerId.of("sim-" + w);
+        indexOf.put(workerIds[w], w);
+        SimEngineConfig config = engine.toBuilder()
+            .engineHashSeed(Mix.splitMix64(engine.engineHashSeed() + w))
+            .build();
+        engines[w] = new SimEngine(config, events -> schedule(now + eventDelayNanos, DELIVER, worker,
+            new EngineOrEvents(null, events)));
+        router.addWorker(Worker.of(workerIds[w]));
+      }
+      for (int c = 0; c < concurrency; c++) {
+        schedule(0, SEND, c, null);
+      }
+      while (!queue.isEmpty()) {
+        Occurrence o = queue.poll();
+        now = o.time();
+        switch (o.kind()) {
+          case SEND -> send();
+          case STEP_DONE -> stepDone(o.target(), o.payload().step());
+          case DELIVER -> router.eventSink().applyAll(workerIds[o.target()], o.payload().events());
+          default -> throw new AssertionError(o);
+        }
+      }
+      long preemptions = 0;
+      for (SimEngine e : engines) {
+        preemptions += e.preemptions();
+      }
+      return recorder.finish(now, preemptions);
+    }
+
+    private void send() {
+      if (issued >= requests) {
+        return;
+      }
+      int index = issued++;
+      SimRequest request = workload.request(index);
+      long sentAt = now;
+      Routing routing = router.select(request.promptTokens());
+      Integer w = indexOf.get(routing.workerId());
+      if (w == null) {
+        throw new IllegalStateException("router chose an unknown worker " + routing.workerId());
+      }
+      int worker = w;
+      SimEngine target = engines[worker];
+      String error = target.validate(request.promptTokens().length, request.maxTokens());
+      if (error != null) {
+        routing.close();
+        throw new IllegalArgumentException("request " + index + " rejected by the engine: " + error);
+      }
+      target.submit(request.promptTokens(), request.maxTokens(), index, new EngineRequest.Observer() {
+        @Override
+        public void onToken(EngineRequest r, int token) {
+          if (r.numOutputs() == 1) {
+            routing.firstToken();
+            recorder.firstToken(index, now - sentAt);
+          }
+        }
+
+        @Override
+        public void onFinished(EngineRequest r) {
+          routing.close();
+          recorder.finished(index, worker, request.prefixGroup(), r.numPromptTokens, r.cachedPromptTokens,
+              routing.predictedCachedTokens(), now - sentAt, now);
+          schedule(now, SEND, 0, null);
+        }
+      });
+      kick(worker);
+    }
+
+    private void kick(int worker) {
+      if (busy[worker] || !engines[worker].hasWork()) {
+        return;
+      }
+      SimEngine.Step step = engines[worker].schedule();
+      if (step.isEmpty()) {
+        return; // nothing schedulable now; a finishing request will kick again
+      }
+      busy[worker] = true;
+      schedule(now + Math.max(1, step.nanos()), STEP_DONE, worker, new EngineOrEvents(step, null));
+    }
+
+    private void stepDone(int worker, SimEngine.Step step) {
+      busy[worker] = false;
+      engines[worker].complete(step);
+      kick(worker);
+    }
+  }
+
+  /** Builds a {@link Simulation}; not thread-safe. */
+  public static final class Builder {
+    private SimEngineConfig engine = SimEngineConfig.ofDefaults();
+    private int workers = 6;
+    private int concurrency = 8;
+    private int requests = 240;
+    private Workload workload;
+    private Function<Ticker, Router> routerFactory;
+    private Duration eventDelay = DEFAULT_EVENT_DELAY;
+
+    private Builder() {}
+
+    /** The configuration of every engine (each engine gets its own hash seed derived from it). */
+    public Builder engine(SimEngineConfig engine) {
+      this.engine = Objects.requireNonNull(engine, "engine");
+      return this;
+    }
+
+    /** @throws IllegalArgumentException if {@code workers} is not positive */
+    public Builder workers(int workers) {
+      this.workers = positive(workers, "workers");
+      return this;
+    }
+
+    /** Closed-loop clients. @throws IllegalArgumentException if {@code concurrency} is not positive */
+    public Builder concurrency(int concurrency) {
+      this.concurrency = positive(concurrency, "concurrency");
+      return this;
+    }
+
+    /** Requests sent in all. @throws IllegalArgumentException if {@code requests} is not positive */
+    public Builder requests(int requests) {
+      this.requests = positive(requests, "requests");
+      return this;
+    }
+
+    /** The requests, in sending order. */
+    public Builder workload(Workload workload) {
+      this.workload = Objects.requireNonNull(workload, "workload");
+      return this;
+    }
+
+    /**
+     * Builds the router for each run from the simulation's virtual clock, for example
+     * {@code ticker -> Router.newBuilder().policy(RouterPolicy.kvAware()).ticker(ticker).build()}. The simulation
+     * adds workers {@code sim-0 … sim-(n-1)}.
+     */
+    public Builder router(Function<Ticker, Router> routerFactory) {
+      this.routerFactory = Objects.requireNonNull(routerFactory, "routerFactory");
+      return this;
+    }
+
+    /**
+     * Virtual time between an engine step's end and the router applying its KV events.
+     *
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder eventDelay(Duration eventDelay) {
+      Objects.requireNonNull(eventDelay, "eventDelay");
+      if (eventDelay.isNegative()) {
+        throw new IllegalArgumentException("eventDelay must not be negative but was " + eventDelay);
+      }
+      this.eventDelay = eventDelay;
+      return this;
+    }
+
+    /** @throws IllegalStateException if the workload or router is missing */
+    public Simulation build() {
+      if (workload == null) {
+        throw new IllegalStateException("workload is required");
+      }
+      if (routerFactory == null) {
+        throw new IllegalStateException("router is required");
+      }
+      return new Simulation(this);
+    }
+
+    private static int positive(int value, String name) {
+      if (value <= 0) {
+        throw new IllegalArgumentException(name + " must be positive but was " + value);
+      }
+      return value;
+    }
+  }
+}
