@@ -1,0 +1,60 @@
+package io.kvroute.events.zmq;
+
+import io.kvroute.WorkerId;
+
+/**
+ * Receives what happens on a {@link KvEventSubscriber}'s event streams, for metrics and logging; implementations must
+ * be thread-safe, and every method must execute fast, without external locking, and must not throw.
+ *
+ * <p>All methods run on the subscriber's I/O thread; a slow listener delays event ingestion. The {@code worker} of
+ * stream-level callbacks (gaps, replays, restarts) is the worker name with the rank of the socket; batch-level
+ * callbacks use the rank the batch names. All methods default to doing nothing; {@link #NONE} is the no-op instance.
+ */
+public interface EventSourceListener {
+  /** A listener that ignores everything. */
+  EventSourceListener NONE = new EventSourceListener() {};
+
+  /** Why a worker's index entries were purged. */
+  enum PurgeReason {
+    /** The sequence went backwards: the engine restarted with an empty cache. */
+    RESTART,
+    /** Batches were lost and the engine has no replay endpoint (or replay is cooling down after a failure). */
+    GAP_NOT_RECOVERABLE,
+    /** The replay began after the first lost batch: the engine's replay buffer no longer held it. */
+    REPLAY_INCOMPLETE,
+    /** The replay request failed or timed out. */
+    REPLAY_FAILED,
+    /** The worker was removed from the subscriber. */
+    REMOVED
+  }
+
+  /** A batch was applied to the sink. */
+  default void onBatch(WorkerId worker, long seq, int events, int storedBlocks) {}
+
+  /** A sequence gap was detected: batches {@code expected} up to {@code received - 1} were lost. */
+  default void onGap(WorkerId worker, long expected, long received) {}
+
+  /** A replay request from {@code fromSeq} was sent. */
+  default void onReplayStarted(WorkerId worker, long fromSeq) {}
+
+  /** A replay ended with its end marker after delivering {@code batches} batches not seen live. */
+  default void onReplayFinished(WorkerId worker, int batches) {}
+
+  /** A replay failed (timed out, could not be sent); the worker's entries are purged if it had any. */
+  default void onReplayFailed(WorkerId worker, String reason) {}
+
+  /** The sequence went backwards from {@code lastSeq} to {@code seq}: the engine restarted. */
+  default void onRestart(WorkerId worker, long lastSeq, long seq) {}
+
+  /** The worker's index entries were purged; it rebuilds from new events. */
+  default void onPurged(WorkerId worker, PurgeReason reason) {}
+
+  /** A message of {@code workerName}'s stream was malformed (frames, sequence or payload) and was dropped. */
+  default void onDecodeError(String workerName, String reason) {}
+
+  /**
+   * Events of a batch were not applied: unknown event types, malformed events, or events of KV cache groups that
+   * do not count toward prefix matches (sliding window, Mamba, …).
+   */
+  default void onEventsDropped(WorkerId worker, int events, String reason) {}
+}
