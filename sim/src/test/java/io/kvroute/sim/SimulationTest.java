@@ -1,0 +1,100 @@
+package io.kvroute.sim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvroute.Router;
+import io.kvroute.RouterPolicy;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class SimulationTest {
+
+  private static SimulationResult run(int kinds, long seed, Supplier<RouterPolicy> policy) {
+    return Simulation.newBuilder()
+        .workload(SharedPrefixWorkload.article(kinds, seed))
+        .router(ticker -> Router.newBuilder().policy(policy.get()).ticker(ticker).randomSeed(seed).build())
+        .build()
+        .run();
+  }
+
+  /** The median over three seeds, as the article reports the median of three runs. */
+  private static double[] median3(int kinds, Supplier<RouterPolicy> policy) {
+    double[] hit = new double[3];
+    double[] ratio = new double[3];
+    for (int s = 0; s < 3; s++) {
+      SimulationResult r = run(kinds, 1 + s, policy);
+      assertEquals(240, r.requests());
+      hit[s] = r.requestHitRate();
+      ratio[s] = r.cachedTokenRatio();
+    }
+    Arrays.sort(hit);
+    Arrays.sort(ratio);
+    return new double[] {hit[1], ratio[1]};
+  }
+
+  /**
+   * Calibration: with the article's workload and round-robin routing, the simulator's request hit rate and
+   * cached-token ratio stay within 6 points of the article's measured round-robin numbers.
+   */
+  @ParameterizedTest(name = "{0} prefix kinds: article hit {1}, cached ratio {2}")
+  @CsvSource({"7, 0.535, 0.439", "12, 0.292, 0.247", "24, 0.175, 0.149"})
+  void roundRobinMatchesTheArticle(int kinds, double articleHitRate, double articleCachedRatio) {
+    double[] measured = median3(kinds, RouterPolicy::roundRobin);
+    assertEquals(articleHitRate, measured[0], 0.06, "request hit rate");
+    assertEquals(articleCachedRatio, measured[1], 0.06, "cached-token ratio");
+  }
+
+  @Test
+  void runsAreDeterministic() {
+    SimulationResult a = run(7, 5, RouterPolicy::kvAware);
+    SimulationResult b = run(7, 5, RouterPolicy::kvAware);
+    assertEquals(a.toString(), b.toString());
+    assertEquals(a.cachedTokens(), b.cachedTokens());
+    assertEquals(a.duration(), b.duration());
+    assertTrue(a.ttftMillis(0.5) > 0);
+    assertTrue(a.throughputPerSecond() > 0);
+  }
+
+  @Test
+  void kvEventsReachTheRouterSoKvAwareRoutingBeatsRoundRobin() {
+    SimulationResult rr = run(12, 3, RouterPolicy::roundRobin);
+    SimulationResult kv = run(12, 3, RouterPolicy::kvAware);
+    assertTrue(kv.requestHitRate() > rr.requestHitRate() + 0.15, rr + " vs " + kv);
+    assertTrue(kv.predictedCachedTokenRatio() > 0.3, "the router's matches come from the engines' events: " + kv);
+    assertEquals(rr.cachedTokenRatio(), rr.predictedCachedTokenRatio(), 0.03,
+        "the router's index, fed by the engines' events, predicts what the engines then hit");
+    assertTrue(rr.workersPerPrefixGroup() > kv.workersPerPrefixGroup());
+  }
+
+  @Test
+  void everyWorkerServesRequestsUnderRoundRobin() {
+    SimulationResult r = run(2, 1, RouterPolicy::roundRobin);
+    int[] perWorker = r.requestsPerWorker();
+    assertEquals(6, perWorker.length);
+    for (int n : perWorker) {
+      assertEquals(40, n);
+    }
+    assertEquals(0.95, r.requestHitRate(), 1e-9, "only the 12 cold misses (2 kinds x 6 workers) miss");
+  }
+
+  @Test
+  void builderValidatesArguments() {
+    assertThrows(IllegalStateException.class, () -> Simulation.newBuilder().build());
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().workers(0));
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().concurrency(-1));
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().eventDelay(Duration.ofMillis(-1)));
+    Simulation tooLong = Simulation.newBuilder()
+        .engine(SimEngineConfig.newBuilder().numBlocks(100).build())
+        .workload(SharedPrefixWorkload.article(2, 1))
+        .router(ticker -> Router.newBuilder().policy(RouterPolicy.roundRobin()).ticker(ticker).build())
+        .build();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, tooLong::run);
+    assertTrue(e.getMessage().contains("maximum context length"), e.getMessage());
+  }
+}
