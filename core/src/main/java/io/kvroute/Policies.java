@@ -55,7 +55,19 @@ final class Policies {
 
     private static int compare(Candidates c, int a, int b) {
       int byActive = Integer.compare(c.activeRequests(a), c.activeRequests(b));
-      return byActive != 0 ? byActive : Long.compare(c.prefillTokens(a), c.prefillTokens(b));
+      if (byActive != 0) {
+        return byActive;
+      }
+      // The engines' own queues break ties when both reported them (requests from other routers show up there).
+      EngineLoad la = c.engineLoad(a);
+      EngineLoad lb = c.engineLoad(b);
+      if (la != null && lb != null) {
+        int byEngine = Integer.compare(la.running() + la.waiting(), lb.running() + lb.waiting());
+        if (byEngine != 0) {
+          return byEngine;
+        }
+      }
+      return Long.compare(c.prefillTokens(a), c.prefillTokens(b));
     }
 
     @Override

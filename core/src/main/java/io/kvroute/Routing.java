@@ -1,7 +1,8 @@
 package io.kvroute;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The outcome of one {@link Router#select} call and the handle of the request's booked load; thread-safe:
@@ -28,7 +29,18 @@ public final class Routing implements AutoCloseable {
   final int hashCount;
   private final String policy;
   private final List<CandidateScore> explanation;
-  private final AtomicInteger phase = new AtomicInteger(OPEN);
+  private static final VarHandle PHASE;
+
+  static {
+    try {
+      PHASE = MethodHandles.lookup().findVarHandle(Routing.class, "phase", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  @SuppressWarnings("unused") // accessed through PHASE, which saves an AtomicInteger per request
+  private volatile int phase = OPEN;
 
   Routing(Router router, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
@@ -88,7 +100,7 @@ public final class Routing implements AutoCloseable {
 
   /** Whether {@link #close()} was called or the booking expired. */
   public boolean isClosed() {
-    return phase.get() == CLOSED;
+    return phase == CLOSED;
   }
 
   WorkerRegistry.WorkerState state() {
@@ -97,7 +109,7 @@ public final class Routing implements AutoCloseable {
 
   /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
   public void firstToken() {
-    if (phase.compareAndSet(OPEN, PREFILLED)) {
+    if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
       router.releasePrefill(this);
     }
   }
@@ -105,7 +117,7 @@ public final class Routing implements AutoCloseable {
   /** Releases everything booked for this request. Idempotent. */
   @Override
   public void close() {
-    int previous = phase.getAndSet(CLOSED);
+    int previous = (int) PHASE.getAndSet(this, CLOSED);
     if (previous != CLOSED) {
       router.release(this, previous == OPEN);
     }

@@ -270,6 +270,21 @@ class RouterTest {
   }
 
   @Test
+  void leastLoadedBreaksTiesWithEngineReportedQueues() {
+    Router router = router(RouterPolicy.leastLoaded(), A, B, C);
+    router.updateLoad(A, new EngineLoad(4, 2, 0.5, 0));
+    router.updateLoad(B, new EngineLoad(1, 0, 0.1, 0));
+    router.updateLoad(C, new EngineLoad(3, 0, 0.2, 0));
+    for (int i = 0; i < 5; i++) {
+      try (Routing r = router.select(Fixtures.prompt(20 + i, 64))) {
+        assertEquals(B, r.workerId());
+      }
+    }
+    assertEquals(new EngineLoad(1, 0, 0.1, 0), router.workers().engineLoad(B));
+    assertFalse(router.updateLoad(WorkerId.of("nobody"), new EngineLoad(0, 0, 0, 0)));
+  }
+
+  @Test
   void builderRejectsBadArgumentsByName() {
     assertTrue(assertThrows(IllegalArgumentException.class, () -> Router.newBuilder().blockSize(0))
         .getMessage().contains("blockSize"));
