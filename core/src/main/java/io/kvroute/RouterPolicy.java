@@ -1,0 +1,99 @@
+package io.kvroute;
+
+import java.time.Duration;
+
+/**
+ * Chooses a worker for a request among {@link Candidates}; implementations must be thread-safe, though the router
+ * calls {@link #select} under its admission lock, one selection at a time, so that each sees the previous one's
+ * booking.
+ *
+ * <p>Built-in policies come from the static factories. A custom policy is one method:
+ * <pre>{@code
+ * RouterPolicy mostCached = c -> {
+ *   int best = 0;
+ *   for (int i = 1; i < c.size(); i++) if (c.overlapBlocks(i) > c.overlapBlocks(best)) best = i;
+ *   return best;
+ * };
+ * }</pre>
+ */
+@FunctionalInterface
+public interface RouterPolicy {
+  /**
+   * Returns the index, in {@code [0, candidates.size())}, of the chosen candidate. {@code candidates} has at least
+   * one entry. Must not block or call back into the router.
+   */
+  int select(Candidates candidates);
+
+  /** A short name for logs and reports. */
+  default String name() {
+    return getClass().getSimpleName();
+  }
+
+  /** Cycles through the candidates in order, ignoring cache and load. */
+  static RouterPolicy roundRobin() {
+    return new Policies.RoundRobin();
+  }
+
+  /** Picks a candidate uniformly at random. */
+  static RouterPolicy random() {
+    return new Policies.Uniform();
+  }
+
+  /**
+   * Picks the candidate with the fewest active requests booked by this router, then the shortest engine-reported
+   * queue (running plus waiting, when reported), then the fewest pending prefill tokens, then at random.
+   */
+  static RouterPolicy leastLoaded() {
+    return new Policies.LeastLoaded();
+  }
+
+  /** Dynamo's default KV-aware cost with Dynamo's defaults ({@link KvAwareConfig#DEFAULT}). */
+  static RouterPolicy kvAware() {
+    return kvAware(KvAwareConfig.DEFAULT);
+  }
+
+  /**
+   * Dynamo's KV-aware cost, {@code overlapWeight x prefillBlocks + decodeBlocks}, lowest wins: prefill counts the
+   * worker's pending prompt tokens plus this request's uncached tokens, in blocks; decode counts the blocks the
+   * worker would hold. Ties go to the worker with the smallest cached tree, then at random. With temperature above
+   * zero, a softmax over the normalised costs is sampled instead.
+   */
+  static RouterPolicy kvAware(KvAwareConfig config) {
+    return new Policies.KvAware(config, "kvAware");
+  }
+
+  /**
+   * Approximate mode, for engines that publish no KV events: each routing decision records the prompt's blocks
+   * for the chosen worker for 120 s (refreshed when routed again), at most 2^20 entries, and requests are scored
+   * with the KV-aware cost against those predictions.
+   */
+  static RouterPolicy approximate() {
+    return approximate(KvAwareConfig.DEFAULT, Duration.ofSeconds(120), 1 << 20);
+  }
+
+  /**
+   * Approximate mode with explicit settings.
+   *
+   * @param ttl how long a routed prompt is assumed to stay cached
+   * @param maxEntries the bound on predicted (worker, block) entries; the least recently routed go first
+   * @throws IllegalArgumentException if {@code ttl} is not positive or {@code maxEntries} is not positive
+   */
+  static RouterPolicy approximate(KvAwareConfig cost, Duration ttl, int maxEntries) {
+    return new Policies.Approximate(cost, ttl, maxEntries);
+  }
+
+  /**
+   * Cache affinity with bounded load, this library's answer to prefix scattering: a request goes to the worker
+   * holding most of its prompt unless that worker is overloaded; a prompt nobody holds goes to its prefix's home
+   * worker by rendezvous hashing, so that concurrent requests of a new prefix land together instead of warming
+   * several caches; only overloaded workers are passed over (consistent hashing with bounded loads).
+   */
+  static RouterPolicy cacheAffinity() {
+    return cacheAffinity(CacheAffinityConfig.DEFAULT);
+  }
+
+  /** Cache affinity with explicit settings; see {@link #cacheAffinity()}. */
+  static RouterPolicy cacheAffinity(CacheAffinityConfig config) {
+    return new Policies.CacheAffinity(config);
+  }
+}
