@@ -1,0 +1,267 @@
+package io.kvroute.sim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvroute.BlockHasher;
+import io.kvroute.KvIndexer;
+import io.kvroute.PrefixMatch;
+import io.kvroute.WorkerId;
+import io.kvroute.events.zmq.KvEventSubscriber;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** Real HTTP on loopback against a running {@link SimServer}. */
+class SimServerTest {
+  private static final Duration TIMEOUT = Duration.ofSeconds(20);
+  private static SimServer server;
+  private static HttpClient client;
+
+  @BeforeAll
+  static void start() throws IOException {
+    server = SimServer.newBuilder()
+        .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
+        .speedup(50)
+        .start();
+    client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
+  }
+
+  @AfterAll
+  static void stop() {
+    server.close();
+  }
+
+  private static HttpResponse<String> post(String path, String body) throws Exception {
+    return client.send(HttpRequest.newBuilder(server.baseUri().resolve(path)).timeout(TIMEOUT)
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static HttpResponse<String> get(String path) throws Exception {
+    return client.send(HttpRequest.newBuilder(server.baseUri().resolve(path)).timeout(TIMEOUT).GET().build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> json(HttpResponse<String> response) {
+    return (Map<String, Object>) Json.parse(response.body());
+  }
+
+  @SuppressWarnings("unchecked")
+  private static long cachedTokens(Map<String, Object> body) {
+    Map<String, Object> usage = (Map<String, Object>) body.get("usage");
+    return (Long) ((Map<String, Object>) usage.get("prompt_tokens_details")).get("cached_tokens");
+  }
+
+  private static String words(String tag, int n) {
+    StringBuilder sb = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      sb.append(' ').append(tag).append(i);
+    }
+    return sb.toString().trim();
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void completionReportsCachedTokensOnTheSecondIdenticalPrompt() throws Exception {
+    String body = Json.write(Map.of("model", "sim-model", "prompt", words("cmpl", 40), "max_tokens", 5));
+    HttpResponse<String> first = post("/v1/completions", body);
+    assertEquals(200, first.statusCode(), first.body());
+    Map<String, Object> r1 = json(first);
+    assertEquals("text_completion", r1.get("object"));
+    Map<String, Object> usage = (Map<String, Object>) r1.get("usage");
+    assertEquals(40L, usage.get("prompt_tokens"));
+    assertEquals(5L, usage.get("completion_tokens"));
+    assertEquals(0L, cachedTokens(r1));
+    Map<String, Object> choice = ((List<Map<String, Object>>) r1.get("choices")).get(0);
+    assertEquals("length", choice.get("finish_reason"));
+    assertEquals(5, ((String) choice.get("text")).trim().split(" ").length);
+
+    Map<String, Object> r2 = json(post("/v1/completions", body));
+    assertEquals(32L, cachedTokens(r2), "two full blocks of 16 hit");
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void streamingCompletionSendsOneChunkPerTokenThenUsageThenDone() throws Exception {
+    String body = Json.write(Map.of("prompt", words("stream", 20), "max_tokens", 7, "stream", true,
+        "stream_options", Map.of("include_usage", true)));
+    HttpResponse<String> response = post("/v1/completions", body);
+    assertEquals(200, response.statusCode());
+    assertTrue(response.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream"));
+    List<String> data = new ArrayList<>();
+    for (String line : response.body().split("\n")) {
+      if (line.startsWith("data: ")) {
+        data.add(line.substring(6));
+      }
+    }
+    assertEquals("[DONE]", data.get(data.size() - 1));
+    assertEquals(7 + 1 + 1, data.size(), "7 token chunks, a usage chunk, [DONE]");
+    Map<String, Object> last = (Map<String, Object>) Json.parse(data.get(6));
+    assertEquals("length", ((List<Map<String, Object>>) last.get("choices")).get(0).get("finish_reason"));
+    Map<String, Object> usageChunk = (Map<String, Object>) Json.parse(data.get(7));
+    assertEquals(List.of(), usageChunk.get("choices"));
+    assertEquals(0L, cachedTokens(usageChunk));
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void chatCompletionUsesTheChatTemplateTokenizeAgrees() throws Exception {
+    Map<String, Object> request = Map.of("model", "sim-model", "max_tokens", 3,
+        "messages", List.of(Map.of("role", "system", "content", words("sys", 30)),
+            Map.of("role", "user", "content", List.of(Map.of("type", "text", "text", "hello there")))));
+    Map<String, Object> tokenized = json(post("/tokenize", Json.write(Map.of("messages", request.get("messages")))));
+    long count = (Long) tokenized.get("count");
+    assertEquals(2 + 30 + 1 + 2 + 2 + 1 + 2, count);
+    assertEquals(count, ((List<Object>) tokenized.get("tokens")).size());
+
+    Map<String, Object> r = json(post("/v1/chat/completions", Json.write(request)));
+    assertEquals("chat.completion", r.get("object"));
+    assertEquals(count, ((Map<String, Object>) r.get("usage")).get("prompt_tokens"));
+    Map<String, Object> message = (Map<String, Object>) ((List<Map<String, Object>>) r.get("choices")).get(0)
+        .get("message");
+    assertEquals("assistant", message.get("role"));
+
+    Map<String, Object> streamed = Map.of("max_tokens", 3, "stream", true, "messages", request.get("messages"));
+    HttpResponse<String> s = post("/v1/chat/completions", Json.write(streamed));
+    assertTrue(s.body().contains("\"chat.completion.chunk\""));
+    assertTrue(s.body().contains("\"role\":\"assistant\""));
+    assertTrue(s.body().trim().endsWith("data: [DONE]"));
+  }
+
+  @Test
+  void tokenizeAPromptMatchesTheSharedTokenizer() throws Exception {
+    Map<String, Object> r = json(post("/tokenize", Json.write(Map.of("prompt", "a b c a"))));
+    assertEquals(4L, r.get("count"));
+    List<Long> expected = new ArrayList<>();
+    for (int id : SimTokenizer.standard().encode("a b c a")) {
+      expected.add((long) id);
+    }
+    assertEquals(expected, r.get("tokens"));
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void modelsHealthAndMetrics() throws Exception {
+    Map<String, Object> models = json(get("/v1/models"));
+    assertEquals("sim-model", ((List<Map<String, Object>>) models.get("data")).get(0).get("id"));
+    assertEquals(200, get("/health").statusCode());
+    post("/v1/completions", Json.write(Map.of("prompt", words("metrics", 33), "max_tokens", 1)));
+    String metrics = get("/metrics").body();
+    for (String name : List.of("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+        "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")) {
+      assertTrue(metrics.contains("\n" + name + "{engine=\"0\",model_name=\"sim-model\"} "), name + " in\n" + metrics);
+    }
+    SimServer.Snapshot snapshot = server.snapshot();
+    assertTrue(snapshot.prefixCacheQueries() >= 33);
+    assertTrue(metrics.contains("vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"sim-model\"} "));
+  }
+
+  @ParameterizedTest(name = "{0} {1} -> {3}")
+  @CsvSource(delimiter = '|', value = {
+      "POST|/v1/completions|{not json|400",
+      "POST|/v1/completions|[1,2]|400",
+      "POST|/v1/completions|{\"max_tokens\": 3}|400",
+      "POST|/v1/completions|{\"prompt\": \"hi\", \"model\": \"gpt-9\"}|404",
+      "POST|/v1/completions|{\"prompt\": \"hi\", \"max_tokens\": 0}|400",
+      "POST|/v1/completions|{\"prompt\": \"hi\", \"max_tokens\": \"many\"}|400",
+      "POST|/v1/completions|{\"prompt\": \"hi\", \"max_tokens\": 5000}|400",
+      "POST|/v1/completions|{\"prompt\": [1, -5]}|400",
+      "POST|/v1/completions|{\"prompt\": \"\"}|400",
+      "POST|/v1/completions|{\"prompt\": \"hi\", \"stream\": \"yes\"}|400",
+      "POST|/v1/chat/completions|{\"messages\": []}|400",
+      "POST|/v1/chat/completions|{\"messages\": [{\"role\": \"user\", \"content\": 5}]}|400",
+      "POST|/tokenize|{}|400",
+      "GET|/v1/completions||405",
+      "GET|/nope||404",
+  })
+  @SuppressWarnings("unchecked")
+  void badRequestsGetOpenAiStyleErrors(String method, String path, String body, int status) throws Exception {
+    HttpResponse<String> response = method.equals("GET") ? get(path) : post(path, body == null ? "" : body);
+    assertEquals(status, response.statusCode(), response.body());
+    Map<String, Object> error = (Map<String, Object>) json(response).get("error");
+    assertNotNull(error, response.body());
+    assertTrue(((String) error.get("message")).length() > 3);
+    assertEquals((long) status, error.get("code"));
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void tooLongForTheCacheIsRejectedWithTheContextLengthMessage() throws Exception {
+    HttpResponse<String> r = post("/v1/completions", Json.write(Map.of("prompt", words("long", 4090),
+        "max_tokens", 10)));
+    assertEquals(400, r.statusCode());
+    String message = (String) ((Map<String, Object>) json(r).get("error")).get("message");
+    assertTrue(message.contains("maximum context length is 4096 tokens"), message);
+  }
+
+  @Test
+  void kvEventsReachASubscriberOverZeroMqAndResetClearsThem() throws Exception {
+    try (SimServer events = SimServer.newBuilder()
+        .engine(SimEngineConfig.newBuilder().numBlocks(64).build())
+        .speedup(100)
+        .start()) {
+      KvIndexer indexer = KvIndexer.newBuilder().blockSize(16).build();
+      WorkerId worker = WorkerId.of("sim");
+      try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(indexer).build()) {
+        subscriber.addWorker("sim", events.kvEventsEndpoint(), events.kvEventsReplayEndpoint(), "kv-events", 1);
+        subscriber.start();
+        assertTrue(events.kvEventPublisher().awaitSubscribers(1, TIMEOUT));
+        String prompt = words("zmq", 50);
+        HttpResponse<String> r = client.send(HttpRequest.newBuilder(events.baseUri().resolve("/v1/completions"))
+            .timeout(TIMEOUT).POST(HttpRequest.BodyPublishers.ofString(
+                Json.write(Map.of("prompt", prompt, "max_tokens", 2)))).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode());
+        long[] hashes = BlockHasher.of(16).sequenceHashes(SimTokenizer.standard().encode(prompt));
+        await(() -> indexer.findMatches(hashes).getOrDefault(worker, PrefixMatch.NONE).blocks() == 3);
+
+        HttpResponse<String> reset = client.send(HttpRequest.newBuilder(
+            events.baseUri().resolve("/reset_prefix_cache")).timeout(TIMEOUT)
+            .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, reset.statusCode());
+        await(() -> indexer.findMatches(hashes).getOrDefault(worker, PrefixMatch.NONE).blocks() == 0);
+      }
+    }
+  }
+
+  @Test
+  void publishingCanBeTurnedOff() throws Exception {
+    try (SimServer quiet = SimServer.newBuilder().kvEvents(false).start()) {
+      assertNull(quiet.kvEventsEndpoint());
+      assertEquals(200, client.send(HttpRequest.newBuilder(quiet.baseUri().resolve("/health")).timeout(TIMEOUT)
+          .GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+    }
+  }
+
+  private static void await(BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + TIMEOUT.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("condition not met within " + TIMEOUT);
+      }
+      Thread.sleep(10);
+    }
+  }
+
+  @Test
+  void uriIsLoopback() {
+    URI base = server.baseUri();
+    assertEquals("127.0.0.1", base.getHost());
+    assertTrue(base.getPort() > 0);
+  }
+}
