@@ -281,8 +281,9 @@ public final class KvEventPublisher implements AutoCloseable {
       poller.register(router, ZMQ.Poller.POLLIN);
       while (!closed) {
         try {
-          if (poller.poll(100) > 0 && poller.pollin(0)) {
-            serveOne(router);
+          poller.poll(100);
+          while (!closed && serveOne(router)) {
+            // Drain every waiting request: ZeroMQ descriptors are edge-triggered.
           }
         } catch (Throwable t) {
           if (closed) {
@@ -296,11 +297,15 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  private void serveOne(ZMQ.Socket router) {
+  /** Serves one waiting request, if any; returns whether there was one. */
+  private boolean serveOne(ZMQ.Socket router) {
     List<byte[]> frames = new ArrayList<>(3);
     do {
       byte[] frame = router.recv(ZMQ.DONTWAIT);
       if (frame == null) {
+        if (frames.isEmpty()) {
+          return false;
+        }
         break;
       }
       if (frames.size() < 4) {
@@ -309,7 +314,7 @@ public final class KvEventPublisher implements AutoCloseable {
     } while (router.hasReceiveMore());
     if (frames.size() != 3 || frames.get(1).length != 0 || frames.get(2).length != 8) {
       logger.log(DEBUG, "invalid replay request of " + frames.size() + " frames on " + replayEndpoint);
-      return;
+      return true;
     }
     byte[] identity = frames.get(0);
     long start = readSeq(frames.get(2));
@@ -337,6 +342,7 @@ public final class KvEventPublisher implements AutoCloseable {
     }
     router.sendMore(END_SEQ);
     router.send(EMPTY, 0);
+    return true;
   }
 
   static byte[] seqBytes(long seq) {

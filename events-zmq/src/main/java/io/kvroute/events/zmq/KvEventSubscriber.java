@@ -317,13 +317,13 @@ public final class KvEventSubscriber implements AutoCloseable {
       LockSupport.parkNanos(Duration.ofMillis(POLL_MILLIS).toNanos());
       return;
     }
-    if (p.poll(POLL_MILLIS) <= 0) {
-      return;
-    }
+    // A timed-out poll sweeps every socket anyway: ZeroMQ descriptors are edge-triggered, and a missed wake-up
+    // must cost one poll interval, not a stalled stream.
+    boolean sweep = p.poll(POLL_MILLIS) <= 0;
     Stream[] streams = polledStreams;
     boolean[] isReplay = polledIsReplay;
     for (int i = 0; i < streams.length && !stopping; i++) {
-      if (!p.pollin(i)) {
+      if (!sweep && !p.pollin(i)) {
         continue;
       }
       Stream s = streams[i];
