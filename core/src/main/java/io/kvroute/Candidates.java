@@ -17,6 +17,7 @@ public final class Candidates {
   private Worker[] workers = new Worker[8];
   private int[] overlap = new int[8];
   private int[] gpuOverlap = new int[8];
+  private int[] activeOverlap = new int[8];
   private long[] prefill = new long[8];
   private long[] decode = new long[8];
   private int[] active = new int[8];
@@ -45,13 +46,15 @@ public final class Candidates {
     this.nowNanos = nowNanos;
   }
 
-  void add(Worker worker, int overlapBlocks, int gpuOverlapBlocks, long prefillTokens, long decodeBlocks,
+  void add(Worker worker, int overlapBlocks, int gpuOverlapBlocks, int activeOverlapBlocks, long prefillTokens,
+      long decodeBlocks,
       int activeRequests, long cachedBlocks, @Nullable EngineLoad load) {
     if (size == workers.length) {
       int n = size * 2;
       workers = Arrays.copyOf(workers, n);
       overlap = Arrays.copyOf(overlap, n);
       gpuOverlap = Arrays.copyOf(gpuOverlap, n);
+      activeOverlap = Arrays.copyOf(activeOverlap, n);
       prefill = Arrays.copyOf(prefill, n);
       decode = Arrays.copyOf(decode, n);
       active = Arrays.copyOf(active, n);
@@ -63,6 +66,7 @@ public final class Candidates {
     workers[i] = worker;
     overlap[i] = overlapBlocks;
     gpuOverlap[i] = gpuOverlapBlocks;
+    activeOverlap[i] = activeOverlapBlocks;
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
@@ -95,6 +99,14 @@ public final class Candidates {
   /** Consecutive prompt blocks from the start that candidate {@code i} holds on its GPU. */
   public int gpuOverlapBlocks(int i) {
     return gpuOverlap[check(i)];
+  }
+
+  /**
+   * Consecutive prompt blocks from the start shared with requests routed to candidate {@code i} and still active:
+   * blocks it is computing or holds pinned, which KV events may not have reported yet.
+   */
+  public int activeOverlapBlocks(int i) {
+    return activeOverlap[check(i)];
   }
 
   /** Prompt tokens routed to candidate {@code i} that have not produced a first token yet. */

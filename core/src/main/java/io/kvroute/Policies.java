@@ -1,6 +1,8 @@
 package io.kvroute;
 
 import java.time.Duration;
+import it.unimi.dsi.fastutil.objects.Object2DoubleMap;
+import it.unimi.dsi.fastutil.objects.Object2DoubleOpenHashMap;
 import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -176,53 +178,94 @@ final class Policies {
   }
 
   static final class CacheAffinity implements RouterPolicy {
+    private static final double PLACEMENT_DECAY = 0.98;
     private final CacheAffinityConfig config;
+    // Decayed count of new prefixes placed on each worker; guarded by `this` (the router also serializes calls).
+    private final Object2DoubleOpenHashMap<WorkerId> placements = new Object2DoubleOpenHashMap<>();
 
     CacheAffinity(CacheAffinityConfig config) {
       this.config = Objects.requireNonNull(config, "config");
     }
 
     @Override
-    public int select(Candidates c) {
+    public synchronized int select(Candidates c) {
       int n = c.size();
       long totalActive = 0;
       for (int i = 0; i < n; i++) {
         totalActive += c.activeRequests(i);
       }
-      long bound = (long) Math.ceil((1 + config.loadFactor()) * (totalActive + 1) / n);
-      // 1. The worker holding most of the prompt, if it holds enough and is not overloaded.
+      // 1. The worker holding (or computing) most of the prompt, if it holds enough and is not overloaded.
       int best = -1;
+      int bestOverlap = 0;
       for (int i = 0; i < n; i++) {
-        c.recordCost(i, -c.overlapBlocks(i));
-        if (c.activeRequests(i) < bound
-            && (best < 0 || c.overlapBlocks(i) > c.overlapBlocks(best)
-                || (c.overlapBlocks(i) == c.overlapBlocks(best) && c.activeRequests(i) < c.activeRequests(best)))) {
+        int overlap = overlap(c, i);
+        c.recordCost(i, -overlap);
+        if (!overloaded(c, i, totalActive)
+            && (best < 0 || overlap > bestOverlap
+                || (overlap == bestOverlap && c.activeRequests(i) < c.activeRequests(best)))) {
           best = i;
+          bestOverlap = overlap;
         }
       }
       int blocks = c.requestBlocks();
-      if (best >= 0 && blocks > 0 && c.overlapBlocks(best) > 0
-          && c.overlapBlocks(best) >= config.minOverlapFraction() * blocks) {
+      if (best >= 0 && blocks > 0 && bestOverlap > 0 && bestOverlap >= config.minOverlapFraction() * blocks) {
         return best;
       }
       if (blocks == 0) {
         return best >= 0 ? best : leastActive(c);
       }
-      // 2. The prefix's home by rendezvous hashing, skipping overloaded workers.
+      // 2. A prefix nobody holds: the worker with the fewest recent placements of new prefixes, so that prefixes
+      // spread evenly over the caches; ties by rendezvous hashing of the prefix, skipping overloaded workers.
       long key = c.sequenceHash(Math.min(config.homeBlocks(), blocks) - 1);
       int home = -1;
+      double homePlaced = 0;
       long homeScore = 0;
       for (int i = 0; i < n; i++) {
-        if (c.activeRequests(i) >= bound) {
+        if (overloaded(c, i, totalActive)) {
           continue;
         }
+        double placed = placements.getDouble(c.worker(i).id());
         long score = mix(key ^ c.worker(i).id().hashCode() * 0x9E3779B97F4A7C15L);
-        if (home < 0 || Long.compareUnsigned(score, homeScore) > 0) {
+        if (home < 0 || placed < homePlaced - 1e-9
+            || (Math.abs(placed - homePlaced) <= 1e-9 && Long.compareUnsigned(score, homeScore) > 0)) {
           home = i;
+          homePlaced = placed;
           homeScore = score;
         }
       }
-      return home >= 0 ? home : leastActive(c);
+      if (home < 0) {
+        return leastActive(c);
+      }
+      recordPlacement(c.worker(home).id());
+      return home;
+    }
+
+    /**
+     * Whether candidate {@code i} carries {@code (1 + loadFactor)} times the others' mean active requests plus one
+     * (the plus one lets an idle cluster gather a new prefix's first requests). Comparing with the others rather
+     * than the overall mean keeps the bound meaningful when there are few workers.
+     */
+    private boolean overloaded(Candidates c, int i, long totalActive) {
+      int n = c.size();
+      if (n == 1) {
+        return false;
+      }
+      double othersMean = (double) (totalActive - c.activeRequests(i)) / (n - 1);
+      return c.activeRequests(i) >= (1 + config.loadFactor()) * (othersMean + 1);
+    }
+
+    private static int overlap(Candidates c, int i) {
+      return Math.max(c.overlapBlocks(i), c.activeOverlapBlocks(i));
+    }
+
+    private void recordPlacement(WorkerId worker) {
+      for (Object2DoubleMap.Entry<WorkerId> e : placements.object2DoubleEntrySet()) {
+        e.setValue(e.getDoubleValue() * PLACEMENT_DECAY);
+      }
+      placements.addTo(worker, 1.0);
+      if (placements.size() > 4 * 65_536) {
+        placements.clear(); // bounded: workers that left long ago are forgotten
+      }
     }
 
     private static int leastActive(Candidates c) {

@@ -195,9 +195,10 @@ public final class Router {
           cached += predicted.entriesOfSlot(state.predictedSlot);
         }
         load.ensureSlot(slot);
-        long decode = load.activeBlocks(slot) + count - load.activeDepth(slot, hashes, count);
-        candidates.add(worker, overlap, gpuOverlap, load.prefillTokens(slot), decode, load.activeRequests(slot),
-            cached, state.engineLoad);
+        int activeOverlap = load.activeDepth(slot, hashes, count);
+        long decode = load.activeBlocks(slot) + count - activeOverlap;
+        candidates.add(worker, overlap, gpuOverlap, activeOverlap, load.prefillTokens(slot), decode,
+            load.activeRequests(slot), cached, state.engineLoad);
         if (n == candidateStates.length) {
           candidateStates = java.util.Arrays.copyOf(candidateStates, n * 2);
         }

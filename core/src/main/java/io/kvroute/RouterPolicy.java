@@ -83,10 +83,12 @@ public interface RouterPolicy {
   }
 
   /**
-   * Cache affinity with bounded load, this library's answer to prefix scattering: a request goes to the worker
-   * holding most of its prompt unless that worker is overloaded; a prompt nobody holds goes to its prefix's home
-   * worker by rendezvous hashing, so that concurrent requests of a new prefix land together instead of warming
-   * several caches; only overloaded workers are passed over (consistent hashing with bounded loads).
+   * Cache affinity with bounded load, this library's answer to prefix scattering (the article's "evictions
+   * cascade"): a request goes to the worker holding, or currently computing, most of its prompt unless that worker
+   * is overloaded; a prefix nobody holds goes to the worker that has taken the fewest new prefixes lately (ties by
+   * rendezvous hashing of the prefix), so prefixes spread evenly over the caches instead of being copied into
+   * several. Only workers above {@code (1 + loadFactor) x} the average active requests are passed over, as in
+   * consistent hashing with bounded loads (Mirrokni, Thorup and Zadimoghaddam, 2018).
    */
   static RouterPolicy cacheAffinity() {
     return cacheAffinity(CacheAffinityConfig.DEFAULT);

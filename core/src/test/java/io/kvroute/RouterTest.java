@@ -285,6 +285,45 @@ class RouterTest {
   }
 
   @Test
+  void cacheAffinitySpreadsNewPrefixesAndGathersTheirConcurrentRequests() {
+    Router router = router(RouterPolicy.cacheAffinity(), A, B, C);
+    Map<WorkerId, Integer> homes = new HashMap<>();
+    List<Routing> open = new ArrayList<>();
+    for (int p = 0; p < 6; p++) {
+      int[] prefix = Fixtures.prompt(100 + p, 512);
+      Routing first = router.select(Fixtures.concat(prefix, Fixtures.prompt(200 + p, 40)));
+      homes.merge(first.workerId(), 1, Integer::sum);
+      // No KV event has arrived yet, but the first request is computing the prefix: the second joins it.
+      Routing second = router.select(Fixtures.concat(prefix, Fixtures.prompt(300 + p, 40)));
+      assertEquals(first.workerId(), second.workerId(), "prefix " + p);
+      assertEquals(0, second.matchedBlocks(), "nothing is cached yet");
+      open.add(first);
+      open.add(second);
+      open.forEach(Routing::close);
+      open.clear();
+    }
+    assertEquals(Map.of(A, 2, B, 2, C, 2), homes, "six new prefixes spread evenly over three workers");
+  }
+
+  @Test
+  void cacheAffinityPassesOverAnOverloadedHolder() {
+    Router router = router(RouterPolicy.cacheAffinity(), A, B, C);
+    int[] prefix = Fixtures.prompt(400, 512);
+    router.eventSink().apply(A, Fixtures.storedFor(prefix, 16, 1));
+    List<Routing> open = new ArrayList<>();
+    Map<WorkerId, Integer> counts = new HashMap<>();
+    for (int i = 0; i < 30; i++) {
+      Routing r = router.select(Fixtures.concat(prefix, Fixtures.prompt(500 + i, 40)));
+      counts.merge(r.workerId(), 1, Integer::sum);
+      open.add(r);
+    }
+    // A is overloaded once it carries 3 x (the others' mean + 1); then the others take their share.
+    assertTrue(counts.get(A) > 10 && counts.get(A) < 30, counts.toString());
+    assertTrue(counts.size() > 1, counts.toString());
+    open.forEach(Routing::close);
+  }
+
+  @Test
   void builderRejectsBadArgumentsByName() {
     assertTrue(assertThrows(IllegalArgumentException.class, () -> Router.newBuilder().blockSize(0))
         .getMessage().contains("blockSize"));
