@@ -88,6 +88,7 @@ public final class KvIndexer implements KvEventSink {
   private int freeSlotCount;
   private int slotHighWater;
 
+  private long[] sortScratch = new long[64];
   private long storedBlocks;
   private long removedBlocks;
   private long orphanBlocks;
@@ -244,7 +245,7 @@ public final class KvIndexer implements KvEventSink {
     }
   }
 
-  private static @Nullable String validate(KvEvent.BlockStored event, boolean tokenless) {
+  private @Nullable String validate(KvEvent.BlockStored event, boolean tokenless) {
     long[] hashes = event.blockHashes();
     if (!tokenless && (long) hashes.length * event.blockSize() != event.tokenIds().length) {
       return "token_ids has " + event.tokenIds().length + " tokens but " + hashes.length + " blocks of "
@@ -274,10 +275,14 @@ public final class KvIndexer implements KvEventSink {
     return null;
   }
 
-  private static @Nullable String duplicateIn(long[] hashes) {
-    long[] sorted = hashes.clone();
-    Arrays.sort(sorted);
-    for (int i = 1; i < sorted.length; i++) {
+  private @Nullable String duplicateIn(long[] hashes) {
+    if (sortScratch.length < hashes.length) {
+      sortScratch = new long[Math.max(hashes.length, sortScratch.length * 2)];
+    }
+    long[] sorted = sortScratch; // reused under the write lock: no allocation per event
+    System.arraycopy(hashes, 0, sorted, 0, hashes.length);
+    Arrays.sort(sorted, 0, hashes.length);
+    for (int i = 1; i < hashes.length; i++) {
       if (sorted[i] == sorted[i - 1]) {
         return "block hash " + Long.toUnsignedString(sorted[i]) + " repeats in one event";
       }

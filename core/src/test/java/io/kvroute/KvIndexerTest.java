@@ -95,6 +95,18 @@ class KvIndexerTest {
   }
 
   @Test
+  void repeatedHashesAreFoundInLongEventsToo() {
+    KvIndexer index = index(1000);
+    KvEvent.BlockStored ok = Fixtures.storedFor(Fixtures.prompt(11, 40 * 16), 16, 1);
+    long[] hashes = ok.blockHashes().clone();
+    hashes[37] = hashes[3];
+    index.apply(W, KvEvent.BlockStored.of(hashes, null, ok.tokenIds(), 16));
+    assertEquals(1, index.stats().invalidEvents());
+    index.apply(W, ok);
+    assertEquals(40, index.stats().entries());
+  }
+
+  @Test
   void duplicateStoresAreReferenceCounted() {
     KvIndexer index = index(1000);
     KvEvent.BlockStored stored = Fixtures.storedFor(Fixtures.prompt(4, 32), 16, 1);
