@@ -4,7 +4,6 @@ import io.kvroute.Router;
 import io.kvroute.Routing;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
-import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +19,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
-import org.openjdk.jmh.infra.ThreadParams;
 
 /**
  * The latency of one routing decision, {@link Router#select(int[])} followed by {@link Routing#close()}, with the
@@ -49,16 +47,6 @@ import org.openjdk.jmh.infra.ThreadParams;
 @Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch"})
 @State(Scope.Benchmark)
 public class SelectBenchmark {
-  /** Whether the prompt is in the index. */
-  public enum Match {
-    /** One worker holds the whole prompt. */
-    HIT,
-    /** No worker holds even its first block. */
-    MISS
-  }
-
-  static final int MAX_PROMPTS = 512;
-
   @Param({"512", "2048", "8192"})
   int promptTokens;
 
@@ -72,8 +60,8 @@ public class SelectBenchmark {
   Match match;
 
   /**
-   * How many distinct prompts each thread cycles through (a power of two, at most {@value #MAX_PROMPTS}; fewer when
-   * the index holds fewer sequences). 1 keeps the prompt's index entries in cache, isolating compute from memory
+   * How many distinct prompts the threads cycle through (rounded down to a power of two, at most 512, fewer when the
+   * index holds fewer sequences). 1 keeps the prompt's index entries in cache, which isolates compute from memory
    * latency.
    */
   @Param({"512"})
@@ -90,33 +78,14 @@ public class SelectBenchmark {
       router.addWorker(Worker.of(id));
     }
     SplittableRandom random = new SplittableRandom(Workload.SEED);
-    int sequenceBlocks = promptTokens / Workload.BLOCK_SIZE;
-    int[][] indexed = Workload.populate(router.eventSink(), ids, indexedBlocks, sequenceBlocks, MAX_PROMPTS, random);
-    if (match == Match.HIT) {
-      prompts = indexed;
-    } else {
-      prompts = new int[MAX_PROMPTS][];
-      for (int i = 0; i < prompts.length; i++) {
-        prompts[i] = Workload.tokens(random, promptTokens);
-      }
-    }
-    prompts = Arrays.copyOf(prompts, Workload.floorPowerOfTwo(Math.min(distinctPrompts, prompts.length)));
-  }
-
-  /** Each thread's position in the prompts; threads start apart so that they do not route the same prompt. */
-  @State(Scope.Thread)
-  public static class Cursor {
-    int next;
-
-    @Setup(Level.Trial)
-    public void setUp(ThreadParams thread) {
-      next = thread.getThreadIndex() * (MAX_PROMPTS / Math.max(1, thread.getThreadCount()));
-    }
+    int[][] indexed = Workload.populate(router.eventSink(), ids, indexedBlocks, promptTokens / Workload.BLOCK_SIZE,
+        Workload.MAX_PROMPTS, random);
+    prompts = Workload.prompts(match, indexed, promptTokens, distinctPrompts, random);
   }
 
   @Benchmark
-  public WorkerId select(Cursor cursor) {
-    int[] prompt = prompts[cursor.next++ & (prompts.length - 1)];
+  public WorkerId select(PromptCursor cursor) {
+    int[] prompt = prompts[cursor.next(prompts.length - 1)];
     try (Routing routing = router.select(prompt)) {
       return routing.workerId();
     }

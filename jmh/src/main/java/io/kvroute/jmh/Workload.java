@@ -22,6 +22,8 @@ final class Workload {
   static final int VOCABULARY = 128_256;
   /** The seed of every workload, printed so that results can be reproduced. */
   static final long SEED = 0x6b76_726f_7574_6531L;
+  /** The most distinct prompts a benchmark cycles through: enough that a large index is read from memory. */
+  static final int MAX_PROMPTS = 512;
 
   private Workload() {}
 
@@ -76,11 +78,22 @@ final class Workload {
     return kept.toArray(int[][]::new);
   }
 
-  /** The largest power of two at most {@code n}, for masking a cursor into an array of prompts. */
-  static int floorPowerOfTwo(int n) {
-    if (n <= 0) {
-      throw new IllegalArgumentException("no prompts: " + n);
+  /**
+   * Returns the prompts a benchmark cycles through: for {@link Match#HIT} the first of the {@code indexed}
+   * sequences, for {@link Match#MISS} fresh random ones; as many as {@code distinct} allows, rounded down to a power
+   * of two so that a cursor can mask into them.
+   */
+  static int[][] prompts(Match match, int[][] indexed, int promptTokens, int distinct, SplittableRandom random) {
+    int available = match == Match.HIT ? indexed.length : MAX_PROMPTS;
+    int count = Math.min(distinct, available);
+    if (count <= 0) {
+      throw new IllegalStateException("no prompts: the index holds no whole sequence of " + promptTokens + " tokens");
     }
-    return Integer.highestOneBit(n);
+    count = Integer.highestOneBit(count);
+    int[][] prompts = new int[count][];
+    for (int i = 0; i < count; i++) {
+      prompts[i] = match == Match.HIT ? indexed[i] : tokens(random, promptTokens);
+    }
+    return prompts;
   }
 }

@@ -1,0 +1,183 @@
+package io.kvroute.jmh;
+
+import io.kvroute.KvEvent;
+import io.kvroute.KvEventSink;
+import io.kvroute.KvIndexer;
+import io.kvroute.Router;
+import io.kvroute.Worker;
+import io.kvroute.WorkerId;
+import io.kvroute.events.zmq.DecodedBatch;
+import io.kvroute.events.zmq.KvEventCodec;
+import io.kvroute.events.zmq.WireFormat;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.AuxCounters;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * Event ingestion on one core: vLLM KV event batches decoded from msgpack ({@link KvEventCodec#decode(byte[])})
+ * and applied to a router's index through {@link Router#eventSink()}, as the ZeroMQ subscriber does.
+ *
+ * <p>The index is first populated with {@code indexedBlocks} blocks. The stream then cycles over 256 prompts of
+ * 2,048 tokens (128 blocks each) spread over the workers: every prompt is stored, as {@code BlockStored} events of
+ * {@code blocksPerEvent} blocks chained by parent hash, then evicted, as vLLM reports evictions, one
+ * {@code BlockRemoved} event per block, leaves first. Each batch (one ZeroMQ message) holds one prompt's 128 stores
+ * or 128 removals, encoded as vLLM v0.26+ does (tagged maps, integer hashes), so the index stays at its size and
+ * half the block operations are stores (which hash their 16 tokens) and half removals.
+ *
+ * <p>The secondary scores count the work: {@code blocks} is block operations (stores plus removals) per second, the
+ * unit of the target and of Dynamo's figures; {@code events} is events per second. {@link #applyDecoded} and
+ * {@link #decode} split the cost between the index and the codec. Single-threaded: the index applies events under
+ * an exclusive lock, so one thread measures one core's share, and the stream must be applied in order.
+ * <pre>
+ * java -jar jmh/target/benchmarks.jar IngestionBenchmark -prof gc -f 1 -wi 3 -w 1s -i 5 -r 1s
+ * </pre>
+ */
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch"})
+@Threads(1)
+@State(Scope.Benchmark)
+public class IngestionBenchmark {
+  static final int PROMPTS = 256;
+  static final int PROMPT_BLOCKS = 2048 / Workload.BLOCK_SIZE;
+
+  @Param({"1000000"})
+  int indexedBlocks;
+
+  @Param({"64"})
+  int workers;
+
+  /** Blocks per {@code BlockStored} event: 1 as in decode steps, 16 or 128 as in chunked or whole prefills. */
+  @Param({"1", "16", "128"})
+  int blocksPerEvent;
+
+  KvIndexer indexer;
+  KvEventSink sink;
+  WorkerId[] senders;
+  byte[][] payloads;
+  List<KvEvent>[] decoded;
+  int[] eventCounts;
+  int next;
+
+  @Setup(Level.Trial)
+  @SuppressWarnings("unchecked")
+  public void setUp() {
+    if (PROMPT_BLOCKS % blocksPerEvent != 0) {
+      throw new IllegalArgumentException("blocksPerEvent must divide " + PROMPT_BLOCKS);
+    }
+    Router router = Router.newBuilder().randomSeed(Workload.SEED).build();
+    List<WorkerId> ids = Workload.workers(workers);
+    ids.forEach(id -> router.addWorker(Worker.of(id)));
+    indexer = router.indexer();
+    sink = router.eventSink();
+    SplittableRandom random = new SplittableRandom(Workload.SEED);
+    Workload.populate(sink, ids, indexedBlocks, PROMPT_BLOCKS, 0, random);
+
+    senders = new WorkerId[2 * PROMPTS];
+    payloads = new byte[2 * PROMPTS][];
+    decoded = new List[2 * PROMPTS];
+    eventCounts = new int[2 * PROMPTS];
+    for (int p = 0; p < PROMPTS; p++) {
+      long[] hashes = Workload.engineHashes(random, PROMPT_BLOCKS);
+      int[] tokens = Workload.tokens(random, PROMPT_BLOCKS * Workload.BLOCK_SIZE);
+      WorkerId worker = ids.get(p % ids.size());
+      message(p, worker, stores(hashes, tokens));
+      message(PROMPTS + p, worker, removals(hashes));
+    }
+  }
+
+  private void message(int index, WorkerId worker, List<KvEvent> events) {
+    double timestamp = 1.7e9 + index;
+    senders[index] = worker;
+    payloads[index] = KvEventCodec.encode(DecodedBatch.of(timestamp, events, 0), WireFormat.MAP);
+    decoded[index] = KvEventCodec.decode(payloads[index]).events();
+    eventCounts[index] = events.size();
+    if (!decoded[index].equals(events)) {
+      throw new IllegalStateException("the codec does not round-trip message " + index);
+    }
+  }
+
+  private List<KvEvent> stores(long[] hashes, int[] tokens) {
+    List<KvEvent> events = new ArrayList<>();
+    for (int from = 0; from < hashes.length; from += blocksPerEvent) {
+      long[] blocks = Arrays.copyOfRange(hashes, from, from + blocksPerEvent);
+      int[] blockTokens = Arrays.copyOfRange(tokens, from * Workload.BLOCK_SIZE,
+          (from + blocksPerEvent) * Workload.BLOCK_SIZE);
+      events.add(KvEvent.BlockStored.of(blocks, from == 0 ? null : hashes[from - 1], blockTokens,
+          Workload.BLOCK_SIZE));
+    }
+    return events;
+  }
+
+  private static List<KvEvent> removals(long[] hashes) {
+    List<KvEvent> events = new ArrayList<>(hashes.length);
+    for (int i = hashes.length - 1; i >= 0; i--) {
+      events.add(KvEvent.BlockRemoved.of(hashes[i]));
+    }
+    return events;
+  }
+
+  /** Counts the work done; JMH reports each field per second. */
+  @AuxCounters(AuxCounters.Type.OPERATIONS)
+  @State(Scope.Thread)
+  public static class Work {
+    public long blocks;
+    public long events;
+
+    void add(int eventCount) {
+      blocks += PROMPT_BLOCKS;
+      events += eventCount;
+    }
+  }
+
+  /** Decodes one batch and applies it: the subscriber's whole path after the socket. */
+  @Benchmark
+  public int decodeAndApply(Work work) {
+    int i = advance();
+    List<KvEvent> events = KvEventCodec.decode(payloads[i]).events();
+    sink.applyAll(senders[i], events);
+    work.add(events.size());
+    return events.size();
+  }
+
+  /** Applies one batch decoded beforehand: the index's share. */
+  @Benchmark
+  public int applyDecoded(Work work) {
+    int i = advance();
+    sink.applyAll(senders[i], decoded[i]);
+    work.add(eventCounts[i]);
+    return eventCounts[i];
+  }
+
+  /** Decodes one batch without applying it: the codec's share. The index does not change. */
+  @Benchmark
+  public DecodedBatch decode(Work work) {
+    int i = advance();
+    work.add(eventCounts[i]);
+    return KvEventCodec.decode(payloads[i]);
+  }
+
+  private int advance() {
+    int i = next;
+    next = i + 1 == payloads.length ? 0 : i + 1;
+    return i;
+  }
+}

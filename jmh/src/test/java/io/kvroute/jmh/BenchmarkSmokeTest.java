@@ -1,0 +1,95 @@
+package io.kvroute.jmh;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvroute.IndexStats;
+import io.kvroute.KvIndexer;
+import io.kvroute.WorkerId;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** Runs each benchmark's setup and a few calls on a small index, so that a broken benchmark fails the build. */
+class BenchmarkSmokeTest {
+  private static final int BLOCKS = 10_000;
+
+  @ParameterizedTest
+  @EnumSource(Match.class)
+  void selectRoutesHitsToTheWorkerHoldingThePrompt(Match match) {
+    SelectBenchmark benchmark = new SelectBenchmark();
+    benchmark.promptTokens = 512;
+    benchmark.workers = 8;
+    benchmark.indexedBlocks = BLOCKS;
+    benchmark.match = match;
+    benchmark.distinctPrompts = 512;
+    benchmark.setUp();
+    // 10,000 blocks hold 312 whole 32-block prompts; misses are drawn afresh.
+    assertEquals(match == Match.HIT ? 256 : 512, benchmark.prompts.length);
+    PromptCursor cursor = new PromptCursor();
+    for (int i = 0; i < 16; i++) {
+      WorkerId chosen = benchmark.select(cursor);
+      if (match == Match.HIT) {
+        assertEquals(WorkerId.of("vllm-" + i % 8), chosen, "prompt " + i + " is stored on one worker");
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Match.class)
+  void matchFindsTheWholePromptOrNothing(Match match) {
+    MatchBenchmark benchmark = new MatchBenchmark();
+    benchmark.promptTokens = 2048;
+    benchmark.workers = 64;
+    benchmark.indexedBlocks = BLOCKS;
+    benchmark.match = match;
+    benchmark.distinctPrompts = 512;
+    benchmark.setUp();
+    var matches = benchmark.findMatches(new PromptCursor());
+    if (match == Match.HIT) {
+      assertEquals(128, matches.get(WorkerId.of("vllm-0")).blocks());
+    } else {
+      assertTrue(matches.isEmpty());
+    }
+  }
+
+  @Test
+  void hashingCountsTokens() {
+    HashingBenchmark benchmark = new HashingBenchmark();
+    benchmark.promptTokens = 2048;
+    benchmark.setUp();
+    HashingBenchmark.Tokens tokens = new HashingBenchmark.Tokens();
+    benchmark.sequenceHashes(tokens);
+    assertEquals(2048, tokens.tokens);
+  }
+
+  @Test
+  void ingestionKeepsTheIndexAtItsSizeOverACycle() {
+    IngestionBenchmark benchmark = new IngestionBenchmark();
+    benchmark.indexedBlocks = BLOCKS;
+    benchmark.workers = 64;
+    benchmark.blocksPerEvent = 16;
+    benchmark.setUp();
+    IngestionBenchmark.Work work = new IngestionBenchmark.Work();
+    for (int i = 0; i < 2 * IngestionBenchmark.PROMPTS; i++) {
+      benchmark.decodeAndApply(work);
+    }
+    IndexStats stats = benchmark.indexer.stats();
+    assertEquals(BLOCKS, stats.entries());
+    assertEquals(BLOCKS + IngestionBenchmark.PROMPTS * IngestionBenchmark.PROMPT_BLOCKS, stats.storedBlocks());
+    assertEquals(0, stats.unknownRemovals() + stats.orphanBlocks() + stats.invalidEvents());
+    assertEquals(2L * IngestionBenchmark.PROMPTS * IngestionBenchmark.PROMPT_BLOCKS, work.blocks);
+    assertEquals(IngestionBenchmark.PROMPTS * (8 + 128L), work.events);
+    assertNotNull(benchmark.decode(work));
+    benchmark.applyDecoded(work);
+  }
+
+  @Test
+  void footprintMatchesTheTableSizes() {
+    KvIndexer indexer = IndexFootprint.populate(BLOCKS, KvIndexer.DEFAULT_MAX_ENTRIES);
+    IndexStats stats = indexer.stats();
+    assertEquals(BLOCKS, stats.entries());
+    assertEquals(48.0 * 16_384 / BLOCKS, stats.bytesPerEntry(), 1e-9); // 40 B of table + 8 B of bucket heads
+  }
+}
