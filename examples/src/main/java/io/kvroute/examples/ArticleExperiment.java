@@ -2,11 +2,14 @@ package io.kvroute.examples;
 
 import io.kvroute.Router;
 import io.kvroute.RouterPolicy;
+import io.kvroute.sim.MooncakeTrace;
 import io.kvroute.sim.SharedPrefixWorkload;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.Simulation;
 import io.kvroute.sim.SimulationResult;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -15,6 +18,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Replays the measured article's experiment (6 vLLM workers, 585-block caches, a 2,032-token shared prefix plus a
@@ -79,6 +83,16 @@ public final class ArticleExperiment {
       return;
     }
     long start = System.nanoTime();
+    if (options.trace != null) {
+      try {
+        runTrace(options, System.out, System.err);
+      } catch (IOException | IllegalArgumentException e) {
+        System.err.println("error: cannot replay " + options.trace + ": " + e.getMessage());
+        System.exit(1);
+      }
+      System.out.printf(Locale.ROOT, "%nDone in %.1f s.%n", (System.nanoTime() - start) / 1e9);
+      return;
+    }
     Results results = run(options, System.err);
     print(results, options, System.out);
     System.out.printf(Locale.ROOT, "%nDone in %.1f s.%n", (System.nanoTime() - start) / 1e9);
@@ -104,6 +118,41 @@ public final class ArticleExperiment {
       }
     }
     return results;
+  }
+
+  /**
+   * Replays a Mooncake trace (open loop, arrival times scaled by {@code --time-scale}) through every policy and
+   * prints one row per policy.
+   */
+  static void runTrace(Options options, PrintStream out, PrintStream progress) throws IOException {
+    MooncakeTrace trace = MooncakeTrace.load(options.trace, MooncakeTrace.DEFAULT_BLOCK_TOKENS,
+        options.traceRequests);
+    int blocks = options.blocksSet ? options.blocks
+        : Math.max(65_536, (trace.maxSequenceTokens() + 15) / 16);
+    SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(blocks).build();
+    progress.printf(Locale.ROOT, "Replaying %d requests of %s on %d workers x %d blocks, arrivals x%.2f...%n",
+        trace.size(), options.trace.getFileName(), options.workers, blocks, options.timeScale);
+    out.printf(Locale.ROOT, "%n%-14s| %8s | %7s | %9s | %-19s | %7s%n", "policy", "hit rate", "cached",
+        "predicted", "TTFT p50 / p99 (ms)", "req/s");
+    out.println("-".repeat(80));
+    for (String policy : options.policies) {
+      long t0 = System.nanoTime();
+      SimulationResult r = Simulation.newBuilder()
+          .engine(engine)
+          .workers(options.workers)
+          .requests(trace.size())
+          .workload(trace)
+          .openLoop(i -> Math.round(trace.arrivalNanos(i) * options.timeScale))
+          .eventDelay(Duration.ofNanos(options.eventDelayNanos))
+          .router(ticker -> Router.newBuilder().policy(POLICIES.get(policy).get()).ticker(ticker)
+              .randomSeed(options.seed).build())
+          .build()
+          .run();
+      progress.printf(Locale.ROOT, "  %s done (%d ms)%n", policy, (System.nanoTime() - t0) / 1_000_000);
+      out.printf(Locale.ROOT, "%-14s| %7.1f%% | %7.3f | %9.3f | %8.0f / %8.0f | %7.2f%n", policy,
+          100 * r.requestHitRate(), r.cachedTokenRatio(), r.predictedCachedTokenRatio(), r.ttftMillis(0.5),
+          r.ttftMillis(0.99), r.throughputPerSecond());
+    }
   }
 
   /** One (kinds, policy) point: the medians over the runs. */
@@ -255,7 +304,11 @@ public final class ArticleExperiment {
         "  --blocks 585             KV cache blocks per worker (16 tokens each)",
         "  --output-tokens 128      output tokens per request",
         "  --event-delay-ms 2       KV event delivery delay (virtual time)",
-        "  --seed 1                 seed of the first run");
+        "  --seed 1                 seed of the first run",
+        "  --trace FILE             replay a Mooncake JSONL trace instead (open loop; --blocks defaults to 65536:",
+        "                           1M tokens per worker, like Dynamo's mocker's 16384 blocks x 64)",
+        "  --trace-requests N       replay only the first N requests of the trace",
+        "  --time-scale 1.0         multiply the trace's arrival times (below 1 = more load)");
 
     int[] kinds = {2, 7, 12, 24};
     List<String> policies = new ArrayList<>(POLICIES.keySet());
@@ -267,6 +320,10 @@ public final class ArticleExperiment {
     int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
     long eventDelayNanos = Simulation.DEFAULT_EVENT_DELAY.toNanos();
     long seed = 1;
+    boolean blocksSet;
+    @Nullable Path trace;
+    int traceRequests = Integer.MAX_VALUE;
+    double timeScale = 1.0;
     boolean help;
 
     static Options parse(String[] args) {
@@ -297,7 +354,24 @@ public final class ArticleExperiment {
           case "--concurrency" -> o.concurrency = positive(value, arg);
           case "--requests" -> o.requests = positive(value, arg);
           case "--runs" -> o.runs = positive(value, arg);
-          case "--blocks" -> o.blocks = positive(value, arg);
+          case "--blocks" -> {
+            o.blocks = positive(value, arg);
+            o.blocksSet = true;
+          }
+          case "--trace" -> o.trace = Path.of(value);
+          case "--trace-requests" -> o.traceRequests = positive(value, arg);
+          case "--time-scale" -> {
+            double scale;
+            try {
+              scale = Double.parseDouble(value);
+            } catch (NumberFormatException e) {
+              throw new IllegalArgumentException("--time-scale needs a positive number but got '" + value + "'");
+            }
+            if (!(scale > 0) || Double.isInfinite(scale)) {
+              throw new IllegalArgumentException("--time-scale needs a positive number but got " + value);
+            }
+            o.timeScale = scale;
+          }
           case "--output-tokens" -> o.outputTokens = positive(value, arg);
           case "--event-delay-ms" -> {
             double ms = Double.parseDouble(value);

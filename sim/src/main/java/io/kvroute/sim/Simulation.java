@@ -13,6 +13,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.PriorityQueue;
 import java.util.function.Function;
+import java.util.function.IntToLongFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The in-process mode: a deterministic discrete-event simulation of closed-loop clients, a {@link Router} and
@@ -21,7 +23,7 @@ import java.util.function.Function;
  * the same result).
  *
  * <p>Each of {@code concurrency} clients sends a request, waits for it to finish and sends the next, until
- * {@code requests} have been sent. A request is routed with {@code router.select(tokens)} at send time, queued in
+ * {@code requests} have been sent (or, with {@link Builder#openLoop}, requests are sent at given times). A request is routed with {@code router.select(tokens)} at send time, queued in
  * the chosen engine, scheduled and timed by the same engine model as {@link SimServer} ({@link SimEngine},
  * {@link TimingModel}); the routing handle gets {@code firstToken()} when the first token is sampled and
  * {@code close()} when the request finishes. Each engine step's KV events reach {@code router.eventSink()} after
@@ -39,6 +41,7 @@ public final class Simulation {
   private final Workload workload;
   private final Function<Ticker, Router> routerFactory;
   private final long eventDelayNanos;
+  private final @Nullable IntToLongFunction arrivals;
 
   private Simulation(Builder b) {
     this.engine = b.engine;
@@ -48,6 +51,7 @@ public final class Simulation {
     this.workload = b.workload;
     this.routerFactory = b.routerFactory;
     this.eventDelayNanos = b.eventDelay.toNanos();
+    this.arrivals = b.arrivals;
   }
 
   /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
@@ -114,8 +118,21 @@ public final class Simulation {
             new EngineOrEvents(null, events)));
         router.addWorker(Worker.of(workerIds[w]));
       }
-      for (int c = 0; c < concurrency; c++) {
-        schedule(0, SEND, c, null);
+      if (arrivals == null) {
+        for (int c = 0; c < concurrency; c++) {
+          schedule(0, SEND, c, null);
+        }
+      } else {
+        long previous = 0;
+        for (int i = 0; i < requests; i++) {
+          long at = arrivals.applyAsLong(i);
+          if (at < previous) {
+            throw new IllegalStateException("arrival times must not decrease, but request " + i + " arrives at "
+                + at + " ns after " + previous + " ns");
+          }
+          previous = at;
+          schedule(at, SEND, i, null);
+        }
       }
       while (!queue.isEmpty()) {
         Occurrence o = queue.poll();
@@ -167,7 +184,9 @@ public final class Simulation {
           routing.close();
           recorder.finished(index, worker, request.prefixGroup(), r.numPromptTokens, r.cachedPromptTokens,
               routing.predictedCachedTokens(), now - sentAt, now);
-          schedule(now, SEND, 0, null);
+          if (arrivals == null) {
+            schedule(now, SEND, 0, null); // closed loop: this client sends its next request
+          }
         }
       });
       kick(worker);
@@ -201,8 +220,18 @@ public final class Simulation {
     private Workload workload;
     private Function<Ticker, Router> routerFactory;
     private Duration eventDelay = DEFAULT_EVENT_DELAY;
+    private @Nullable IntToLongFunction arrivals;
 
     private Builder() {}
+
+    /**
+     * Switches to an open loop: request {@code i} is sent at virtual time {@code arrivalNanos(i)} (non-decreasing),
+     * whatever is still running, as when replaying a timed trace; {@link #concurrency} is then ignored.
+     */
+    public Builder openLoop(IntToLongFunction arrivalNanos) {
+      this.arrivals = Objects.requireNonNull(arrivalNanos, "arrivalNanos");
+      return this;
+    }
 
     /** The configuration of every engine (each engine gets its own hash seed derived from it). */
     public Builder engine(SimEngineConfig engine) {
