@@ -284,6 +284,9 @@ final class Json {
         pos++;
       }
       boolean integral = true;
+      if (pos + 1 < s.length() && s.charAt(pos) == '0' && s.charAt(pos + 1) >= '0' && s.charAt(pos + 1) <= '9') {
+        throw error("leading zeros are not allowed");
+      }
       digits();
       if (pos < s.length() && s.charAt(pos) == '.') {
         integral = false;

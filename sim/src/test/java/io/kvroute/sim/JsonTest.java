@@ -44,7 +44,7 @@ class JsonTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"", "{", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "tru", "\"unterminated", "01x", "-", "1.",
+  @ValueSource(strings = {"", "{", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "tru", "\"unterminated", "01x", "007", "-", "1.",
       "[1] 2", "{1: 2}", "\"bad \\q escape\"", "\"\\u12\""})
   void rejectsMalformedInputWithAnIllegalArgumentException(String text) {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Json.parse(text));
