@@ -17,7 +17,7 @@ package io.kvroute.sim;
  * uncached tokens (a prefix-cache hit skips its tokens), and decode time with batch size and KV use. The shape
  * follows Dynamo's mocker (a quadratic prefill polynomial, decode growing with KV use); the {@link #DEFAULT}
  * coefficients are chosen so that a 2,371-token prompt on a 0.6B-parameter model on a consumer GPU behaves roughly
- * as in the measured article: about 70 ms for a cold prefill, 15 ms with the 2,032-token prefix cached, and 5 to 8
+ * as in the measured article: about 70 ms for a cold prefill, 13 ms with the 2,032-token prefix cached, and 5 to 8
  * ms per decode step at the article's batch sizes.
  *
  * @param stepOverheadMillis fixed cost of any step (scheduling, sampling, kernel launches)
