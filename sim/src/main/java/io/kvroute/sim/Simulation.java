@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.EngineLoad;
 import io.kvroute.KvEvent;
 import io.kvroute.Router;
 import io.kvroute.Routing;
@@ -42,6 +43,7 @@ public final class Simulation {
   private final Function<Ticker, Router> routerFactory;
   private final long eventDelayNanos;
   private final @Nullable IntToLongFunction arrivals;
+  private final long loadReportNanos;
 
   private Simulation(Builder b) {
     this.engine = b.engine;
@@ -52,6 +54,7 @@ public final class Simulation {
     this.routerFactory = b.routerFactory;
     this.eventDelayNanos = b.eventDelay.toNanos();
     this.arrivals = b.arrivals;
+    this.loadReportNanos = b.loadReportInterval.toNanos();
   }
 
   /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
@@ -73,6 +76,7 @@ public final class Simulation {
   private static final int SEND = 0;
   private static final int STEP_DONE = 1;
   private static final int DELIVER = 2;
+  private static final int REPORT_LOAD = 3;
 
   /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
   private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
@@ -134,6 +138,9 @@ public final class Simulation {
           schedule(at, SEND, i, null);
         }
       }
+      if (loadReportNanos > 0) {
+        schedule(loadReportNanos, REPORT_LOAD, 0, null);
+      }
       while (!queue.isEmpty()) {
         Occurrence o = queue.poll();
         now = o.time();
@@ -141,6 +148,7 @@ public final class Simulation {
           case SEND -> send();
           case STEP_DONE -> stepDone(o.target(), o.payload().step());
           case DELIVER -> router.eventSink().applyAll(workerIds[o.target()], o.payload().events());
+          case REPORT_LOAD -> reportLoad();
           default -> throw new AssertionError(o);
         }
       }
@@ -149,6 +157,17 @@ public final class Simulation {
         preemptions += e.preemptions();
       }
       return recorder.finish(now, preemptions);
+    }
+
+    /** Reports every engine's load to the router, as a metrics scraper would, while requests remain. */
+    private void reportLoad() {
+      for (int w = 0; w < workers; w++) {
+        SimEngine e = engines[w];
+        router.updateLoad(workerIds[w], new EngineLoad(e.numRunning(), e.numWaiting(), e.kvCacheUsage(), now));
+      }
+      if (recorder.count < requests) {
+        schedule(now + loadReportNanos, REPORT_LOAD, 0, null);
+      }
     }
 
     private void send() {
@@ -221,8 +240,24 @@ public final class Simulation {
     private Function<Ticker, Router> routerFactory;
     private Duration eventDelay = DEFAULT_EVENT_DELAY;
     private @Nullable IntToLongFunction arrivals;
+    private Duration loadReportInterval = Duration.ZERO;
 
     private Builder() {}
+
+    /**
+     * Reports every engine's running and waiting requests and KV usage to {@code router.updateLoad} at this
+     * interval of virtual time, as a scraper of vLLM's {@code /metrics} would; zero (the default) reports nothing.
+     *
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder loadReportInterval(Duration interval) {
+      Objects.requireNonNull(interval, "interval");
+      if (interval.isNegative()) {
+        throw new IllegalArgumentException("loadReportInterval must not be negative but was " + interval);
+      }
+      this.loadReportInterval = interval;
+      return this;
+    }
 
     /**
      * Switches to an open loop: request {@code i} is sent at virtual time {@code arrivalNanos(i)} (non-decreasing),

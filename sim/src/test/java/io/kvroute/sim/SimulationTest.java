@@ -84,6 +84,31 @@ class SimulationTest {
   }
 
   @Test
+  void loadReportsReachThePolicyOnlyWhenEnabled() {
+    for (boolean enabled : new boolean[] {false, true}) {
+      java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
+      RouterPolicy probe = c -> {
+        for (int i = 0; i < c.size(); i++) {
+          io.kvroute.EngineLoad load = c.engineLoad(i);
+          if (load != null) {
+            assertTrue(load.kvCacheUsage() >= 0 && load.kvCacheUsage() <= 1);
+            seen.incrementAndGet();
+          }
+        }
+        return 0;
+      };
+      Simulation.newBuilder()
+          .workload(SharedPrefixWorkload.article(2, 1))
+          .requests(40)
+          .loadReportInterval(enabled ? Duration.ofMillis(50) : Duration.ZERO)
+          .router(ticker -> Router.newBuilder().policy(probe).ticker(ticker).build())
+          .build()
+          .run();
+      assertEquals(enabled, seen.get() > 0, "engine loads seen with reports " + (enabled ? "on" : "off"));
+    }
+  }
+
+  @Test
   void builderValidatesArguments() {
     assertThrows(IllegalStateException.class, () -> Simulation.newBuilder().build());
     assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().workers(0));
