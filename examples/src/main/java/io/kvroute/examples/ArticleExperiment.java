@@ -1,5 +1,6 @@
 package io.kvroute.examples;
 
+import io.kvroute.KvAwareConfig;
 import io.kvroute.Router;
 import io.kvroute.RouterPolicy;
 import io.kvroute.sim.MooncakeTrace;
@@ -51,18 +52,19 @@ public final class ArticleExperiment {
       12, new double[] {0.247, 0.573, 0.480},
       24, new double[] {0.149, 0.361, 0.245});
 
-  /** Every built-in policy of the core, by name. */
-  static final Map<String, Supplier<RouterPolicy>> POLICIES = builtInPolicies();
+  /** Every built-in policy of the core, by name, with Dynamo's defaults. */
+  static final Map<String, Supplier<RouterPolicy>> POLICIES = builtInPolicies(KvAwareConfig.DEFAULT);
 
   private ArticleExperiment() {}
 
-  private static Map<String, Supplier<RouterPolicy>> builtInPolicies() {
+  /** Every built-in policy, the KV-aware ones with the given cost settings. */
+  static Map<String, Supplier<RouterPolicy>> builtInPolicies(KvAwareConfig cost) {
     Map<String, Supplier<RouterPolicy>> policies = new LinkedHashMap<>();
     policies.put("roundRobin", RouterPolicy::roundRobin);
     policies.put("random", RouterPolicy::random);
     policies.put("leastLoaded", RouterPolicy::leastLoaded);
-    policies.put("kvAware", RouterPolicy::kvAware);
-    policies.put("approximate", RouterPolicy::approximate);
+    policies.put("kvAware", () -> RouterPolicy.kvAware(cost));
+    policies.put("approximate", () -> RouterPolicy.approximate(cost, Duration.ofSeconds(120), 1 << 20));
     policies.put("cacheAffinity", RouterPolicy::cacheAffinity);
     return policies;
   }
@@ -104,12 +106,12 @@ public final class ArticleExperiment {
     int points = options.kinds.length * options.policies.size();
     int done = 0;
     progress.printf(Locale.ROOT, "Simulating %d workers x %d blocks, concurrency %d, %d requests x %d runs per point"
-            + ", %d-token outputs...%n", options.workers, options.blocks, options.concurrency, options.requests,
-        options.runs, options.outputTokens);
+            + ", %d-token outputs, KV overlap weight %.2f...%n", options.workers, options.blocks, options.concurrency,
+        options.requests, options.runs, options.outputTokens, options.overlapWeight);
     for (int kinds : options.kinds) {
       for (String policy : options.policies) {
         long t0 = System.nanoTime();
-        Point point = runPoint(options, kinds, POLICIES.get(policy));
+        Point point = runPoint(options, kinds, options.factories().get(policy));
         results.put(kinds, policy, point);
         done++;
         progress.printf(Locale.ROOT, "[%2d/%d] kinds=%-2d %-13s hit %5.1f%%  cached %.3f  TTFT p50/p99 %4.0f/%4.0f ms"
@@ -144,7 +146,7 @@ public final class ArticleExperiment {
           .workload(trace)
           .openLoop(i -> Math.round(trace.arrivalNanos(i) * options.timeScale))
           .eventDelay(Duration.ofNanos(options.eventDelayNanos))
-          .router(ticker -> Router.newBuilder().policy(POLICIES.get(policy).get()).ticker(ticker)
+          .router(ticker -> Router.newBuilder().policy(options.factories().get(policy).get()).ticker(ticker)
               .randomSeed(options.seed).build())
           .build()
           .run();
@@ -305,6 +307,7 @@ public final class ArticleExperiment {
         "  --output-tokens 128      output tokens per request",
         "  --event-delay-ms 2       KV event delivery delay (virtual time)",
         "  --seed 1                 seed of the first run",
+        "  --overlap-weight 1.0     the KV-aware cost's overlap weight (Dynamo's default 1.0)",
         "  --trace FILE             replay a Mooncake JSONL trace instead (open loop; --blocks defaults to 65536:",
         "                           1M tokens per worker, like Dynamo's mocker's 16384 blocks x 64)",
         "  --trace-requests N       replay only the first N requests of the trace",
@@ -320,11 +323,17 @@ public final class ArticleExperiment {
     int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
     long eventDelayNanos = Simulation.DEFAULT_EVENT_DELAY.toNanos();
     long seed = 1;
+    double overlapWeight = KvAwareConfig.DEFAULT.overlapWeight();
     boolean blocksSet;
     @Nullable Path trace;
     int traceRequests = Integer.MAX_VALUE;
     double timeScale = 1.0;
     boolean help;
+
+    /** The policies, with {@code --overlap-weight} applied to the KV-aware ones. */
+    Map<String, Supplier<RouterPolicy>> factories() {
+      return builtInPolicies(KvAwareConfig.DEFAULT.withOverlapWeight(overlapWeight));
+    }
 
     static Options parse(String[] args) {
       Options o = new Options();
@@ -381,6 +390,19 @@ public final class ArticleExperiment {
             o.eventDelayNanos = Math.round(ms * 1e6);
           }
           case "--seed" -> o.seed = Long.parseLong(value);
+          case "--overlap-weight" -> {
+            double w;
+            try {
+              w = Double.parseDouble(value);
+            } catch (NumberFormatException e) {
+              throw new IllegalArgumentException("--overlap-weight needs a number but got '" + value + "'");
+            }
+            if (!(w >= 0) || Double.isInfinite(w)) {
+              throw new IllegalArgumentException("--overlap-weight must be a finite non-negative number but was "
+                  + value);
+            }
+            o.overlapWeight = w;
+          }
           default -> throw new IllegalArgumentException("unknown option " + arg);
         }
       }

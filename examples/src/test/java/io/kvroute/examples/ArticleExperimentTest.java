@@ -55,6 +55,21 @@ class ArticleExperimentTest {
   }
 
   @Test
+  void overlapWeightAppliesToTheKvAwarePolicies() {
+    ArticleExperiment.Options options = ArticleExperiment.Options.parse(
+        new String[] {"--kinds", "12", "--policies", "kvAware", "--runs", "1", "--overlap-weight", "4"});
+    ArticleExperiment.Results weighted = ArticleExperiment.run(options,
+        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    ArticleExperiment.Results defaults = ArticleExperiment.run(ArticleExperiment.Options.parse(
+        new String[] {"--kinds", "12", "--policies", "kvAware", "--runs", "1"}),
+        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    assertTrue(weighted.get(12, "kvAware").hitRate() > defaults.get(12, "kvAware").hitRate(),
+        "weighing overlap more keeps prefixes on fewer workers");
+    assertThrows(IllegalArgumentException.class,
+        () -> ArticleExperiment.Options.parse(new String[] {"--overlap-weight", "-1"}));
+  }
+
+  @Test
   void medianOfOddAndEvenCounts() {
     assertEquals(2.0, ArticleExperiment.median(new double[] {3, 1, 2}));
     assertEquals(2.5, ArticleExperiment.median(new double[] {4, 1, 2, 3}));
