@@ -259,6 +259,42 @@ class SimServerTest {
   }
 
   @Test
+  void clientThatGoesAwayMidStreamHasItsRequestAbortedAndBlocksFreed() throws Exception {
+    try (SimServer slow = SimServer.newBuilder().kvEvents(false)
+        .engine(SimEngineConfig.newBuilder().numBlocks(64).build()).speedup(1).start()) {
+      String body = Json.write(Map.of("prompt", words("gone", 40), "max_tokens", 500, "stream", true));
+      HttpResponse<java.io.InputStream> response = client.send(
+          HttpRequest.newBuilder(slow.baseUri().resolve("/v1/completions")).timeout(TIMEOUT)
+              .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofInputStream());
+      java.io.InputStream in = response.body();
+      assertTrue(in.read() >= 0, "the first chunk arrives");
+      assertEquals(1, slow.snapshot().running());
+      in.close();
+      await(() -> slow.snapshot().running() == 0 && slow.snapshot().kvCacheUsage() == 0);
+      assertEquals(0, slow.snapshot().finishedRequests(), "aborted, not finished");
+    }
+  }
+
+  @Test
+  void concurrentRequestsAreBatchedAndAllComplete() throws Exception {
+    String prefix = words("shared", 64);
+    List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> futures = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      String body = Json.write(Map.of("prompt", prefix + " " + words("tail" + i + "x", 10), "max_tokens", 20));
+      futures.add(client.sendAsync(HttpRequest.newBuilder(server.baseUri().resolve("/v1/completions"))
+          .timeout(TIMEOUT).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+          HttpResponse.BodyHandlers.ofString()));
+    }
+    long cached = 0;
+    for (var f : futures) {
+      HttpResponse<String> r = f.get();
+      assertEquals(200, r.statusCode(), r.body());
+      cached += cachedTokens(json(r));
+    }
+    assertTrue(cached >= 64, "later requests reuse the shared 64-token prefix: " + cached);
+  }
+
+  @Test
   void uriIsLoopback() {
     URI base = server.baseUri();
     assertEquals("127.0.0.1", base.getHost());
