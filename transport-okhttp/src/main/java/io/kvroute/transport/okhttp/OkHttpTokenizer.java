@@ -1,0 +1,371 @@
+package io.kvroute.transport.okhttp;
+
+import static java.lang.System.Logger.Level.DEBUG;
+
+import io.kvroute.Worker;
+import io.kvroute.WorkerRegistry;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+import okhttp3.MediaType;
+import okhttp3.OkHttpClient;
+import okhttp3.Request;
+import okhttp3.RequestBody;
+import okhttp3.Response;
+import okio.BufferedSource;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A {@link Tokenizer} that asks a vLLM server's {@code POST /tokenize}; thread-safe: calls from any number of
+ * threads share one OkHttp client.
+ *
+ * <pre>{@code
+ * Tokenizer tokenizer = OkHttpTokenizer.newBuilder()
+ *     .endpoint(URI.create("http://10.0.0.5:8000"))   // a worker, or a dedicated tokenizer server
+ *     .build();
+ * int[] tokens = tokenizer.tokenizeChat("qwen3", List.of(ChatMessage.user("Hello")));
+ * }</pre>
+ *
+ * <p>Completion prompts are sent as {@code {"model": ..., "prompt": ...}} and conversations as
+ * {@code {"model": ..., "messages": [...]}}, which vLLM renders through the model's chat template with the
+ * generation prompt, as its chat completions do. The response {@code {"tokens": [...], "count": N, ...}} is read
+ * strictly: a body that is not JSON, ids that are not non-negative 32-bit integers, or a count that differs from
+ * the ids' number throw {@link TokenizeException}, as does any non-2xx status (with the server's error message).
+ *
+ * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers}, any
+ * registered worker serving the request's model, taken in turn; a worker that cannot be connected to is skipped
+ * for the next.
+ */
+public final class OkHttpTokenizer implements Tokenizer {
+  /** The default bound of one call. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+  /** The default response size bound: 16 MiB, far beyond a 128k-token prompt's ids. */
+  public static final long DEFAULT_MAX_RESPONSE_BYTES = 16 << 20;
+  /** The default path of the tokenize endpoint. */
+  public static final String DEFAULT_PATH = "/tokenize";
+  /** Members of a chat completion request that {@code /tokenize} understands and that change the tokens. */
+  private static final List<String> CHAT_OPTIONS = List.of("add_generation_prompt", "continue_final_message",
+      "add_special_tokens", "chat_template", "chat_template_kwargs", "tools", "mm_processor_kwargs");
+  private static final MediaType JSON = MediaType.get("application/json; charset=utf-8");
+  private static final int MAX_ERROR_BYTES = 64 << 10;
+  private static final System.Logger logger = System.getLogger(OkHttpTokenizer.class.getName());
+
+  private final OkHttpClient client;
+  private final @Nullable URI endpoint;
+  private final @Nullable WorkerRegistry workers;
+  private final String endpointName;
+  private final String path;
+  private final long maxResponseBytes;
+  private final AtomicInteger next = new AtomicInteger();
+
+  private OkHttpTokenizer(Builder b) {
+    OkHttpClient base = b.client != null ? b.client : new OkHttpClient();
+    this.client = base.newBuilder().callTimeout(b.timeout).build();
+    this.endpoint = b.endpoint;
+    this.workers = b.workers;
+    this.endpointName = b.endpointName;
+    this.path = b.path;
+    this.maxResponseBytes = b.maxResponseBytes;
+  }
+
+  /** Returns a builder; set exactly one of {@link Builder#endpoint} and {@link Builder#workers}. */
+  public static Builder newBuilder() {
+    return new Builder();
+  }
+
+  @Override
+  public int[] tokenize(@Nullable String model, String prompt) throws IOException {
+    Objects.requireNonNull(prompt, "prompt");
+    StringBuilder json = new StringBuilder(prompt.length() + 64).append('{');
+    if (model != null) {
+      json.append("\"model\":").append(Json.quote(model)).append(',');
+    }
+    json.append("\"prompt\":").append(Json.quote(prompt)).append('}');
+    return call(model, json.toString());
+  }
+
+  @Override
+  public int[] tokenizeChat(@Nullable String model, List<ChatMessage> messages) throws IOException {
+    Objects.requireNonNull(messages, "messages");
+    if (messages.isEmpty()) {
+      throw new IllegalArgumentException("messages must not be empty");
+    }
+    StringBuilder json = new StringBuilder(256).append('{');
+    if (model != null) {
+      json.append("\"model\":").append(Json.quote(model)).append(',');
+    }
+    json.append("\"messages\":[");
+    for (int i = 0; i < messages.size(); i++) {
+      ChatMessage m = Objects.requireNonNull(messages.get(i), "messages[" + i + "]");
+      json.append(i == 0 ? "" : ",").append("{\"role\":").append(Json.quote(m.role())).append(",\"content\":")
+          .append(Json.quote(m.content())).append('}');
+    }
+    json.append("]}");
+    return call(model, json.toString());
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>This implementation copies the body's {@code model}, {@code prompt} or {@code messages}, and the chat
+   * template options ({@code tools}, {@code add_generation_prompt}, {@code chat_template_kwargs}, …) into the
+   * tokenize request as written, so that content parts and tools are tokenized as the server will see them; token
+   * id prompts are returned without a call.
+   */
+  @Override
+  public int[] tokenizeRequest(byte[] requestBody) throws IOException {
+    Map<String, String> members;
+    try {
+      members = Json.rawMembers(Json.decodeUtf8(requestBody, 0, requestBody.length));
+    } catch (Json.JsonException e) {
+      throw new IllegalArgumentException("the request body is not a valid JSON object: " + e.getMessage(), e);
+    }
+    String rawModel = members.get("model");
+    String model = rawModel == null ? null : OpenAiBodies.model(Json.parse(rawModel));
+    String prompt = members.get("prompt");
+    String messages = members.get("messages");
+    if ((prompt == null) == (messages == null)) {
+      throw new IllegalArgumentException("the request body must have exactly one of prompt and messages");
+    }
+    StringBuilder json = new StringBuilder(requestBody.length + 32).append('{');
+    if (model != null) {
+      json.append("\"model\":").append(rawModel).append(',');
+    }
+    if (prompt != null) {
+      Object value = Json.parse(prompt);
+      if (value instanceof List<?> list && list.size() == 1 && list.get(0) instanceof String) {
+        prompt = Json.quote((String) list.get(0));
+      } else if (!(value instanceof String)) {
+        return OpenAiBodies.tokenIds(value);
+      }
+      json.append("\"prompt\":").append(prompt);
+      String special = members.get("add_special_tokens");
+      if (special != null) {
+        json.append(",\"add_special_tokens\":").append(special);
+      }
+    } else {
+      json.append("\"messages\":").append(messages);
+      for (String option : CHAT_OPTIONS) {
+        String raw = members.get(option);
+        if (raw != null) {
+          json.append(',').append(Json.quote(option)).append(':').append(raw);
+        }
+      }
+    }
+    return call(model, json.append('}').toString());
+  }
+
+  @Override
+  public String toString() {
+    return "OkHttpTokenizer{" + (endpoint != null ? endpoint : "workers") + path + "}";
+  }
+
+  private int[] call(@Nullable String model, String json) throws IOException {
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    if (endpoint != null) {
+      return call(endpoint, body);
+    }
+    List<URI> candidates = candidates(model);
+    if (candidates.isEmpty()) {
+      throw new IOException("no registered worker " + (model == null ? "" : "serving " + model + " ")
+          + "has a '" + endpointName + "' endpoint to tokenize on");
+    }
+    int start = Math.floorMod(next.getAndIncrement(), candidates.size());
+    IOException failure = null;
+    for (int i = 0; i < candidates.size(); i++) {
+      URI uri = candidates.get((start + i) % candidates.size());
+      try {
+        return call(uri, body);
+      } catch (TokenizeException e) {
+        throw e; // the server answered: another one would answer alike
+      } catch (IOException e) {
+        logger.log(DEBUG, () -> "tokenizing on " + uri + " failed; trying the next worker: " + e);
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
+    }
+    throw failure;
+  }
+
+  private List<URI> candidates(@Nullable String model) {
+    List<URI> uris = new ArrayList<>();
+    for (Worker worker : Objects.requireNonNull(workers).snapshot()) {
+      URI uri = worker.endpoint(endpointName);
+      if (uri != null && worker.serves(model, null) && !uris.contains(uri)) {
+        uris.add(uri);
+      }
+    }
+    return uris;
+  }
+
+  private int[] call(URI base, byte[] body) throws IOException {
+    Request request = new Request.Builder().url(Urls.resolve(base, path))
+        .header("Accept", "application/json")
+        .post(RequestBody.create(body, JSON))
+        .build();
+    try (Response response = client.newCall(request).execute()) {
+      BufferedSource source = response.body().source();
+      if (!response.isSuccessful()) {
+        boolean truncated = source.request(MAX_ERROR_BYTES + 1);
+        byte[] bytes = truncated ? source.readByteArray(MAX_ERROR_BYTES) : source.readByteArray();
+        throw new TokenizeException("tokenize failed with HTTP " + response.code() + ": " + errorMessage(bytes),
+            response.code(), null);
+      }
+      if (source.request(maxResponseBytes + 1)) {
+        throw new TokenizeException("the tokenize response exceeds " + maxResponseBytes + " bytes", -1, null);
+      }
+      return parseTokens(source.readByteArray());
+    }
+  }
+
+  /** Reads {@code {"tokens": [...], "count": N, ...}} strictly. */
+  static int[] parseTokens(byte[] body) throws TokenizeException {
+    Object parsed;
+    try {
+      parsed = Json.parse(body);
+    } catch (Json.JsonException e) {
+      throw new TokenizeException("the tokenize response is not valid JSON: " + e.getMessage(), -1, e);
+    }
+    if (!(parsed instanceof Map<?, ?> map)) {
+      throw new TokenizeException("the tokenize response is not a JSON object", -1, null);
+    }
+    if (!(map.get("tokens") instanceof List<?> list)) {
+      throw new TokenizeException("the tokenize response has no \"tokens\" list", -1, null);
+    }
+    int[] tokens = new int[list.size()];
+    for (int i = 0; i < tokens.length; i++) {
+      if (!(list.get(i) instanceof Long id) || id < 0 || id > Integer.MAX_VALUE) {
+        throw new TokenizeException("tokens[" + i + "] is not a token id: " + list.get(i), -1, null);
+      }
+      tokens[i] = (int) (long) id;
+    }
+    if (map.containsKey("count") && !(map.get("count") instanceof Long count && count == tokens.length)) {
+      throw new TokenizeException("the tokenize response's count " + map.get("count") + " differs from its "
+          + tokens.length + " tokens", -1, null);
+    }
+    return tokens;
+  }
+
+  /** The message of an OpenAI-style or vLLM error body, else the body's start. */
+  static String errorMessage(byte[] body) {
+    try {
+      Object parsed = Json.parse(body);
+      if (parsed instanceof Map<?, ?> map) {
+        if (map.get("error") instanceof Map<?, ?> error && error.get("message") instanceof String message) {
+          return message;
+        }
+        if (map.get("message") instanceof String message) {
+          return message;
+        }
+        if (map.get("detail") instanceof String detail) {
+          return detail;
+        }
+      }
+    } catch (Json.JsonException ignored) {
+      // not JSON: the text itself below
+    }
+    String text = new String(body, StandardCharsets.UTF_8).strip();
+    return text.isEmpty() ? "(no body)" : text.length() > 200 ? text.substring(0, 200) + "…" : text;
+  }
+
+  /** Configures an {@link OkHttpTokenizer}; not thread-safe. */
+  public static final class Builder {
+    private @Nullable OkHttpClient client;
+    private @Nullable URI endpoint;
+    private @Nullable WorkerRegistry workers;
+    private String endpointName = Worker.HTTP;
+    private String path = DEFAULT_PATH;
+    private Duration timeout = DEFAULT_TIMEOUT;
+    private long maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES;
+
+    private Builder() {}
+
+    /** The client to derive the tokenizer's from, sharing its pools (default: a new client). */
+    public Builder client(OkHttpClient client) {
+      this.client = Objects.requireNonNull(client, "client");
+      return this;
+    }
+
+    /**
+     * Tokenizes on this server: a vLLM worker or a dedicated tokenizer server (its base URI, for example
+     * {@code http://10.0.0.5:8000}).
+     */
+    public Builder endpoint(URI endpoint) {
+      this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+      return this;
+    }
+
+    /** Tokenizes on the registered workers' {@linkplain #endpointName endpoints}, taken in turn. */
+    public Builder workers(WorkerRegistry workers) {
+      this.workers = Objects.requireNonNull(workers, "workers");
+      return this;
+    }
+
+    /** With {@link #workers}: the name of the worker endpoint to call (default {@link Worker#HTTP}). */
+    public Builder endpointName(String endpointName) {
+      this.endpointName = Objects.requireNonNull(endpointName, "endpointName");
+      return this;
+    }
+
+    /**
+     * The tokenize path, appended to the endpoint's path (default {@link #DEFAULT_PATH}).
+     *
+     * @throws IllegalArgumentException if it does not start with '/'
+     */
+    public Builder path(String path) {
+      this.path = Urls.checkPath(Objects.requireNonNull(path, "path"), "path");
+      return this;
+    }
+
+    /**
+     * The bound of one call (default {@link #DEFAULT_TIMEOUT}).
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder timeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "timeout");
+      if (timeout.isNegative() || timeout.isZero()) {
+        throw new IllegalArgumentException("timeout must be positive but was " + timeout);
+      }
+      this.timeout = timeout;
+      return this;
+    }
+
+    /**
+     * Larger responses throw {@link TokenizeException} (default {@link #DEFAULT_MAX_RESPONSE_BYTES}).
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder maxResponseBytes(long maxResponseBytes) {
+      if (maxResponseBytes <= 0 || maxResponseBytes == Long.MAX_VALUE) {
+        throw new IllegalArgumentException("maxResponseBytes must be positive but was " + maxResponseBytes);
+      }
+      this.maxResponseBytes = maxResponseBytes;
+      return this;
+    }
+
+    /**
+     * Builds the tokenizer.
+     *
+     * @throws IllegalStateException unless exactly one of {@link #endpoint} and {@link #workers} was set
+     */
+    public OkHttpTokenizer build() {
+      if ((endpoint == null) == (workers == null)) {
+        throw new IllegalStateException("set exactly one of endpoint and workers");
+      }
+      if (endpoint != null) {
+        Urls.resolve(endpoint, path); // fail fast on a URI OkHttp cannot call
+      }
+      return new OkHttpTokenizer(this);
+    }
+  }
+}

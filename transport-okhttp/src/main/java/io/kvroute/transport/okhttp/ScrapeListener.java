@@ -1,0 +1,30 @@
+package io.kvroute.transport.okhttp;
+
+import io.kvroute.WorkerId;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Hears the outcome of every scrape of {@link EngineMetricsScraper}; implementations must be thread-safe, and every
+ * method must execute fast, without external locking, and must not throw (what it throws is logged and ignored).
+ *
+ * <p>Methods run on OkHttp's dispatcher threads. All methods default to doing nothing; {@link #NONE} is the no-op
+ * instance.
+ */
+public interface ScrapeListener {
+  /** A listener that ignores everything. */
+  ScrapeListener NONE = new ScrapeListener() {};
+
+  /**
+   * A worker's metrics were read and its load handed to the router.
+   *
+   * @param malformedLines lines of the response that could not be read and were skipped
+   */
+  default void onScraped(EngineMetrics metrics, int malformedLines) {}
+
+  /**
+   * A scrape failed; the worker's last load stays with the router.
+   *
+   * @param cause the I/O error, or null when the response itself was the problem
+   */
+  default void onScrapeFailed(WorkerId worker, ScrapeFailure failure, String detail, @Nullable Throwable cause) {}
+}
