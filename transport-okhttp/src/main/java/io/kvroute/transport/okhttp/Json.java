@@ -325,7 +325,7 @@ final class Json {
       }
     }
     String literal = s.substring(start, pos);
-    if (integral && pos - start <= 19) {
+    if (integral && pos - start <= 20) {
       try {
         return Long.parseLong(literal);
       } catch (NumberFormatException ignored) {
