@@ -1,0 +1,147 @@
+package io.kvroute.transport.okhttp;
+
+import static io.kvroute.transport.okhttp.TestSupport.MODEL;
+import static io.kvroute.transport.okhttp.TestSupport.words;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvroute.Router;
+import io.kvroute.Worker;
+import io.kvroute.WorkerId;
+import io.kvroute.sim.SimServer;
+import io.kvroute.sim.SimTokenizer;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import mockwebserver3.MockResponse;
+import mockwebserver3.MockWebServer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Real HTTP on loopback against the simulator's {@code /tokenize}, compared with {@link SimTokenizer}. */
+class OkHttpTokenizerTest {
+  private static final SimTokenizer REFERENCE = SimTokenizer.standard();
+  private static Router router;
+  private static SimServer sim;
+  private static OkHttpTokenizer tokenizer;
+
+  @BeforeAll
+  static void start() throws IOException {
+    router = Router.newBuilder().build();
+    sim = TestSupport.startSim(router, WorkerId.of("sim"), 100);
+    tokenizer = OkHttpTokenizer.newBuilder().endpoint(sim.baseUri()).build();
+  }
+
+  @AfterAll
+  static void stop() {
+    sim.close();
+  }
+
+  private static byte[] utf8(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void promptsRoundTripTheSimulatorsTokenizer() throws IOException {
+    for (String prompt : List.of("hello", "The quick brown fox jumps over the lazy dog", words("w", 3000),
+        "  spaces\tand\nnewlines  ", "unicode \u00e9t\u00e9 \u4e2d\u6587 \ud83d\ude00 \"quotes\" back\\slash")) {
+      assertArrayEquals(REFERENCE.encode(prompt), tokenizer.tokenize(MODEL, prompt), prompt);
+      assertArrayEquals(REFERENCE.encode(prompt), tokenizer.tokenize(null, prompt), prompt);
+    }
+    assertEquals(3000, tokenizer.tokenize(MODEL, words("w", 3000)).length);
+  }
+
+  @Test
+  void chatsRoundTripTheSimulatorsTemplate() throws IOException {
+    List<ChatMessage> messages = List.of(ChatMessage.system("You are brief."), ChatMessage.user("What is 2 + 2?"),
+        ChatMessage.assistant("4"), new ChatMessage("user", "And \"3 + 3\"?"));
+    int[] expected = REFERENCE.encodeChat(messages.stream()
+        .map(m -> new SimTokenizer.ChatMessage(m.role(), m.content())).toList());
+    int[] tokens = tokenizer.tokenizeChat(MODEL, messages);
+    assertArrayEquals(expected, tokens);
+    assertEquals(SimTokenizer.IM_START, tokens[0]);
+  }
+
+  @Test
+  void requestBodiesAreTokenizedAsTheServerSeesThem() throws IOException {
+    String chat = "{\"model\":\"" + MODEL + "\",\"stream\":true,\"max_tokens\":5,\"messages\":[{\"role\":\"user\","
+        + "\"content\":[{\"type\":\"text\",\"text\":\"part one\"},{\"type\":\"text\",\"text\":\"part two\"}]}],"
+        + "\"add_generation_prompt\":true}";
+    int[] expected = REFERENCE.encodeChat(List.of(new SimTokenizer.ChatMessage("user", "part one part two")));
+    assertArrayEquals(expected, tokenizer.tokenizeRequest(utf8(chat)));
+
+    String completion = "{\"model\":\"" + MODEL + "\",\"prompt\":[\"alpha beta gamma\"],\"max_tokens\":5}";
+    assertArrayEquals(REFERENCE.encode("alpha beta gamma"), tokenizer.tokenizeRequest(utf8(completion)));
+    assertArrayEquals(REFERENCE.encode("x y"), tokenizer.tokenizeRequest(utf8("{\"prompt\":\"x y\"}")));
+  }
+
+  @Test
+  void tokenIdPromptsNeedNoCall() throws IOException {
+    OkHttpTokenizer unreachable = OkHttpTokenizer.newBuilder().endpoint(TestSupport.deadEndpoint()).build();
+    assertArrayEquals(new int[] {5, 6, 7}, unreachable.tokenizeRequest(utf8("{\"prompt\":[5,6,7],\"model\":\"m\"}")));
+    assertArrayEquals(new int[] {8}, unreachable.tokenizeRequest(utf8("{\"prompt\":[[8]]}")));
+    assertThrows(ConnectException.class, () -> unreachable.tokenize(null, "text"));
+    assertThrows(IllegalArgumentException.class, () -> unreachable.tokenizeRequest(utf8("{\"prompt\":[1],")));
+  }
+
+  @Test
+  void refusalsCarryTheServersStatusAndMessage() {
+    TokenizeException unknown = assertThrows(TokenizeException.class, () -> tokenizer.tokenize("no-such-model", "x"));
+    assertEquals(404, unknown.statusCode());
+    assertTrue(unknown.getMessage().contains("does not exist"), unknown.getMessage());
+    TokenizeException empty = assertThrows(TokenizeException.class,
+        () -> tokenizer.tokenizeRequest(utf8("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}")));
+    assertEquals(400, empty.statusCode());
+  }
+
+  @Test
+  void workerModeSkipsWorkersThatCannotBeReached() throws IOException {
+    Router two = Router.newBuilder().build();
+    two.addWorker(Worker.of(WorkerId.of("dead"), TestSupport.deadEndpoint()));
+    two.addWorker(Worker.of(WorkerId.of("live"), sim.baseUri()));
+    two.addWorker(Worker.of(WorkerId.of("in-process")));
+    two.addWorker(Worker.newBuilder(WorkerId.of("other-model")).endpoint(Worker.HTTP, TestSupport.deadEndpoint())
+        .model("other").build());
+    OkHttpTokenizer onWorkers = OkHttpTokenizer.newBuilder().workers(two.workers()).build();
+    for (int i = 0; i < 4; i++) { // every rotation start, including the dead worker first
+      assertArrayEquals(REFERENCE.encode("a b c"), onWorkers.tokenize(MODEL, "a b c"));
+    }
+    OkHttpTokenizer none = OkHttpTokenizer.newBuilder().workers(Router.newBuilder().build().workers()).build();
+    IOException e = assertThrows(IOException.class, () -> none.tokenize(null, "x"));
+    assertTrue(e.getMessage().contains("no registered worker"), e.getMessage());
+  }
+
+  @Test
+  void malformedResponsesAreRefused() throws IOException, InterruptedException {
+    try (MockWebServer server = new MockWebServer()) {
+      server.start();
+      URI base = URI.create(server.url("/").toString());
+      OkHttpTokenizer mock = OkHttpTokenizer.newBuilder().endpoint(base).maxResponseBytes(1024).build();
+      server.enqueue(new MockResponse.Builder().body("<html>not json</html>").build());
+      server.enqueue(new MockResponse.Builder().body("{\"tokens\":[1,2],\"count\":3}").build());
+      server.enqueue(new MockResponse.Builder().body("{\"tokens\":[" + "1,".repeat(1000) + "1]}").build());
+      server.enqueue(new MockResponse.Builder().code(500).body("Internal Server Error").build());
+      server.enqueue(new MockResponse.Builder().body("{\"tokens\":[1,2],\"count\":2}").build());
+      assertEquals(-1, assertThrows(TokenizeException.class, () -> mock.tokenize(null, "a")).statusCode());
+      assertTrue(assertThrows(TokenizeException.class, () -> mock.tokenize(null, "a")).getMessage().contains("count"));
+      assertTrue(assertThrows(TokenizeException.class, () -> mock.tokenize(null, "a")).getMessage().contains("1024"));
+      TokenizeException status = assertThrows(TokenizeException.class, () -> mock.tokenize(null, "a"));
+      assertEquals(500, status.statusCode());
+      assertTrue(status.getMessage().contains("Internal Server Error"), status.getMessage());
+      assertArrayEquals(new int[] {1, 2}, mock.tokenizeChat("m", List.of(ChatMessage.user("a\u00e9\"\n"))));
+      for (int i = 0; i < 4; i++) {
+        server.takeRequest(1, TimeUnit.SECONDS);
+      }
+      mockwebserver3.RecordedRequest chat = server.takeRequest(1, TimeUnit.SECONDS);
+      assertEquals("/tokenize", chat.getUrl().encodedPath());
+      assertEquals("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\u00e9\\\"\\n\"}]}",
+          chat.getBody().utf8());
+    }
+  }
+}
