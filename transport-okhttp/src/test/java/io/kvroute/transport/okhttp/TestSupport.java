@@ -20,7 +20,7 @@ final class TestSupport {
 
   /**
    * Starts a simulated vLLM on loopback whose KV events go straight into {@code router}'s event sink (the
-   * simulator's in-process event hook), and registers it as {@code id}.
+   * simulator's in-process event hook), and registers it as {@code id} serving {@link #MODEL}.
    */
   static SimServer startSim(Router router, WorkerId id, double speedup) throws IOException {
     SimServer server = SimServer.newBuilder()
@@ -29,7 +29,7 @@ final class TestSupport {
         .speedup(speedup)
         .eventListener(events -> router.eventSink().applyAll(id, events))
         .start();
-    router.addWorker(Worker.newBuilder(id).endpoint(Worker.HTTP, server.baseUri()).build());
+    router.addWorker(Worker.newBuilder(id).endpoint(Worker.HTTP, server.baseUri()).model(MODEL).build());
     return server;
   }
 
