@@ -161,8 +161,9 @@ public final class EngineMetricsScraper implements AutoCloseable {
 
   /**
    * Scrapes every registered worker once, now, and returns when each scrape has finished or failed (at most about
-   * one timeout later); scrapes already in flight are waited for instead of repeated. Works whether or not the
-   * scraper was started.
+   * two timeouts later), so that {@link #metrics} and the router's loads reflect the engines as they were after
+   * this call began. Scrapes in flight are waited for first, since they may have read the engines earlier. Works
+   * whether or not the scraper was started.
    *
    * @throws IllegalStateException if closed
    * @throws InterruptedException if interrupted while waiting
@@ -172,6 +173,7 @@ public final class EngineMetricsScraper implements AutoCloseable {
       throw new IllegalStateException("the scraper is closed");
     }
     try {
+      CompletableFuture.allOf(inFlight.values().stream().map(f -> f.done).toArray(CompletableFuture[]::new)).get();
       round().get();
     } catch (ExecutionException e) {
       throw new IllegalStateException("a scrape round failed", e.getCause()); // rounds never complete exceptionally
