@@ -21,7 +21,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
 import okhttp3.Call;
+import okhttp3.Callback;
 import okhttp3.MediaType;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
@@ -51,6 +54,9 @@ import org.jspecify.annotations.Nullable;
  * connected to (refused, unreachable, connect timeout) is excluded and the request routed again, up to
  * {@linkplain Builder#maxAttempts max attempts}: the request never reached it, so retrying cannot duplicate work.
  * Failures after the request was sent, and non-2xx answers, are returned or thrown as they are.
+ *
+ * <p>{@link #forward} blocks the calling thread until the response headers arrive; {@link #forwardAsync} does the
+ * same on OkHttp's dispatcher threads and completes a future.
  */
 public final class RoutingForwarder {
   /** The default number of workers tried per request. */
@@ -104,19 +110,13 @@ public final class RoutingForwarder {
    */
   public ForwardedResponse forward(ForwardRequest request) throws IOException {
     Objects.requireNonNull(request, "request");
-    int[] tokens = request.tokens();
-    if (tokens == null) {
-      if (tokenizer == null) {
-        throw new IllegalStateException("the request has no tokens and the forwarder has no tokenizer");
-      }
-      tokens = tokenizer.tokenizeRequest(request.body());
-    }
+    int[] tokens = tokens(request);
     List<WorkerId> failed = new ArrayList<>();
     IOException failure = null;
     for (int attempt = 1; ; attempt++) {
-      Routing routing;
+      Attempt a;
       try {
-        routing = router.select(routeRequest(request, tokens, failed));
+        a = prepare(request, tokens, failed);
       } catch (NoWorkerAvailableException e) {
         if (failure == null) {
           throw e;
@@ -124,47 +124,199 @@ public final class RoutingForwarder {
         failure.addSuppressed(e);
         throw failure;
       }
-      WorkerId id = routing.workerId();
-      Call call;
       Response response;
       try {
-        URI base = routing.worker().endpoint(endpointName);
-        if (base == null) {
-          throw new ConnectException("worker " + id + " has no '" + endpointName + "' endpoint");
+        if (a.call == null) {
+          throw noEndpoint(a.routing);
         }
-        Request upstream = new Request.Builder()
-            .url(Urls.resolve(base, request.path()))
-            .headers(request.headers())
-            .post(RequestBody.create(request.body(), MediaType.get(request.contentType())))
-            .tag(Routing.class, routing)
-            .build();
-        call = client.newCall(upstream);
-        response = call.execute();
+        response = a.call.execute();
       } catch (IOException e) {
-        routing.close();
+        a.routing.close();
         if (failure != null) {
           e.addSuppressed(failure);
         }
         if (attempt >= maxAttempts || !isConnectFailure(e)) {
           throw e;
         }
-        logger.log(DEBUG, () -> "cannot connect to " + id + "; routing again without it: " + e);
-        failed.add(id);
+        logRetry(a.routing.workerId(), e);
+        failed.add(a.routing.workerId());
         failure = e;
         continue;
       } catch (RuntimeException | Error e) {
-        routing.close();
+        a.routing.close();
         throw e;
       }
+      return wrap(response, a, failed);
+    }
+  }
+
+  /**
+   * Routes and forwards {@code request} without blocking the caller: the future completes, on an OkHttp dispatcher
+   * thread, when the chosen worker's response headers arrived, with the same outcomes as {@link #forward} (its
+   * exceptions complete the future exceptionally). When the request has no tokens, the tokenizer runs on the
+   * client's dispatcher executor. Cancelling the future before it completes cancels the upstream call and releases
+   * the booking; a response that arrives anyway is closed.
+   *
+   * <p>Dependent stages attached without an executor run on OkHttp's threads: do not block in them.
+   */
+  public CompletableFuture<ForwardedResponse> forwardAsync(ForwardRequest request) {
+    Objects.requireNonNull(request, "request");
+    CompletableFuture<ForwardedResponse> result = new CompletableFuture<>();
+    AtomicReference<@Nullable Call> current = new AtomicReference<>();
+    result.whenComplete((response, error) -> {
+      if (result.isCancelled()) {
+        Call call = current.get();
+        if (call != null) {
+          call.cancel();
+        }
+      }
+    });
+    if (request.tokens() != null) {
+      attemptAsync(request, request.tokens(), new ArrayList<>(), null, 1, result, current);
+    } else {
       try {
-        RoutedResponseBody body = new RoutedResponseBody(response.body(), routing, response.isSuccessful());
-        Response routed = response.newBuilder().body(body).build();
-        return new ForwardedResponse(routed, body, routing, call, List.copyOf(failed));
-      } catch (RuntimeException | Error e) {
-        response.close();
-        routing.close();
-        throw e;
+        client.dispatcher().executorService().execute(() -> {
+          try {
+            attemptAsync(request, tokens(request), new ArrayList<>(), null, 1, result, current);
+          } catch (Throwable t) {
+            result.completeExceptionally(t);
+          }
+        });
+      } catch (RuntimeException e) { // the client's executor was shut down
+        result.completeExceptionally(e);
       }
+    }
+    return result;
+  }
+
+  private void attemptAsync(ForwardRequest request, int[] tokens, List<WorkerId> failed, @Nullable IOException failure,
+      int attempt, CompletableFuture<ForwardedResponse> result, AtomicReference<@Nullable Call> current) {
+    if (result.isDone()) {
+      return; // cancelled
+    }
+    Attempt a;
+    try {
+      a = prepare(request, tokens, failed);
+    } catch (NoWorkerAvailableException e) {
+      if (failure != null) {
+        failure.addSuppressed(e);
+        result.completeExceptionally(failure);
+      } else {
+        result.completeExceptionally(e);
+      }
+      return;
+    } catch (Throwable t) {
+      result.completeExceptionally(t);
+      return;
+    }
+    var callback = new Callback() {
+      @Override
+      public void onFailure(Call call, IOException e) {
+        failed(e);
+      }
+
+      void failed(IOException e) {
+        a.routing.close();
+        if (failure != null) {
+          e.addSuppressed(failure);
+        }
+        if (attempt >= maxAttempts || !isConnectFailure(e) || result.isDone()) {
+          result.completeExceptionally(e);
+          return;
+        }
+        logRetry(a.routing.workerId(), e);
+        failed.add(a.routing.workerId());
+        attemptAsync(request, tokens, failed, e, attempt + 1, result, current);
+      }
+
+      @Override
+      public void onResponse(Call call, Response response) {
+        ForwardedResponse forwarded;
+        try {
+          forwarded = wrap(response, a, failed);
+        } catch (Throwable t) {
+          result.completeExceptionally(t);
+          return;
+        }
+        if (!result.complete(forwarded)) {
+          forwarded.close(); // cancelled meanwhile
+        }
+      }
+    };
+    if (a.call == null) {
+      callback.failed(noEndpoint(a.routing));
+      return;
+    }
+    current.set(a.call);
+    if (result.isDone()) { // cancelled while preparing
+      a.call.cancel();
+      a.routing.close();
+      return;
+    }
+    try {
+      a.call.enqueue(callback);
+    } catch (RuntimeException e) { // the client's dispatcher was shut down
+      a.routing.close();
+      result.completeExceptionally(e);
+    }
+  }
+
+  private int[] tokens(ForwardRequest request) throws IOException {
+    int[] tokens = request.tokens();
+    if (tokens != null) {
+      return tokens;
+    }
+    if (tokenizer == null) {
+      throw new IllegalStateException("the request has no tokens and the forwarder has no tokenizer");
+    }
+    return tokenizer.tokenizeRequest(request.body());
+  }
+
+  /** A chosen worker and the call to it; the call is null when the worker has no endpoint of the name. */
+  private record Attempt(Routing routing, @Nullable Call call) {}
+
+  /**
+   * Routes the request and prepares its call.
+   *
+   * @throws NoWorkerAvailableException if no worker is left
+   */
+  private Attempt prepare(ForwardRequest request, int[] tokens, List<WorkerId> failed) {
+    Routing routing = router.select(routeRequest(request, tokens, failed));
+    try {
+      URI base = routing.worker().endpoint(endpointName);
+      if (base == null) {
+        return new Attempt(routing, null);
+      }
+      Request upstream = new Request.Builder()
+          .url(Urls.resolve(base, request.path()))
+          .headers(request.headers())
+          .post(RequestBody.create(request.body(), MediaType.get(request.contentType())))
+          .tag(Routing.class, routing)
+          .build();
+      return new Attempt(routing, client.newCall(upstream));
+    } catch (RuntimeException | Error e) {
+      routing.close();
+      throw e;
+    }
+  }
+
+  private ConnectException noEndpoint(Routing routing) {
+    return new ConnectException("worker " + routing.workerId() + " has no '" + endpointName + "' endpoint");
+  }
+
+  private static void logRetry(WorkerId id, IOException e) {
+    logger.log(DEBUG, () -> "cannot connect to " + id + "; routing again without it: " + e);
+  }
+
+  private static ForwardedResponse wrap(Response response, Attempt a, List<WorkerId> failed) {
+    try {
+      RoutedResponseBody body = new RoutedResponseBody(response.body(), a.routing, response.isSuccessful());
+      Response routed = response.newBuilder().body(body).build();
+      return new ForwardedResponse(routed, body, a.routing, Objects.requireNonNull(a.call), List.copyOf(failed));
+    } catch (RuntimeException | Error e) {
+      response.close();
+      a.routing.close();
+      throw e;
     }
   }
 

@@ -28,6 +28,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -313,5 +315,61 @@ class RoutingForwarderTest {
       assertTrue(response.body().string().contains("\"prompt_tokens\":" + ids.length));
     }
     assertNull(ForwardRequest.newBuilder("/x", new byte[0]).build().tokens());
+  }
+  @Test
+  void forwardsAsynchronouslyWithTheSameLifecycle() throws Exception {
+    CompletableFuture<ForwardedResponse> future = forwarder.forwardAsync(ForwardRequest.newBuilder(
+        "/v1/chat/completions", chat(words("async", 30), 5, true)).build()); // tokenized on a dispatcher thread
+    try (ForwardedResponse response = future.get(20, TimeUnit.SECONDS)) {
+      assertEquals(200, response.code());
+      assertEquals(1, router.activeRequests(response.workerId()));
+      String body = response.body().string();
+      assertTrue(body.endsWith("data: [DONE]\n\n"), body);
+      assertTrue(response.firstTokenSeen());
+      assertTrue(response.routing().isClosed());
+    }
+
+    WorkerId dead = WorkerId.of("dead-async");
+    router.addWorker(Worker.of(dead, TestSupport.deadEndpoint()));
+    try {
+      String prompt = words("dead-async-prefix", 64);
+      int[] tokens = TOKENIZER.encode(prompt);
+      pretendCached(dead, tokens, 4);
+      try (ForwardedResponse response = forwarder.forwardAsync(ForwardRequest.newBuilder("/v1/completions",
+          completion(prompt, 2, false)).tokens(tokens).build()).get(20, TimeUnit.SECONDS)) {
+        assertEquals(List.of(dead), response.failedWorkers());
+        assertTrue(response.body().string().contains("\"choices\""));
+      }
+      ExecutionException failed = assertThrows(ExecutionException.class, () -> forwarder.forwardAsync(
+          ForwardRequest.newBuilder("/v1/completions", completion(prompt, 2, false)).tokens(tokens)
+              .routeOptions(b -> b.allowedWorkers(Set.of(dead))).build()).get(20, TimeUnit.SECONDS));
+      assertTrue(failed.getCause() instanceof ConnectException, failed.getCause().toString());
+      assertEquals(0, router.activeRequests(dead));
+    } finally {
+      router.removeWorker(dead);
+    }
+
+    ExecutionException refused = assertThrows(ExecutionException.class, () -> RoutingForwarder.newBuilder(router)
+        .build().forwardAsync(ForwardRequest.newBuilder("/v1/completions", completion("a", 1, false)).build())
+        .get(20, TimeUnit.SECONDS));
+    assertTrue(refused.getCause() instanceof IllegalStateException, refused.getCause().toString());
+  }
+
+  @Test
+  void cancellingAnAsyncForwardCancelsTheCallAndReleasesTheBooking() throws Exception {
+    Router solo = Router.newBuilder().build();
+    WorkerId id = WorkerId.of("slow");
+    try (MockWebServer server = new MockWebServer()) {
+      server.start();
+      solo.addWorker(Worker.of(id, URI.create(server.url("/").toString())));
+      server.enqueue(new MockResponse.Builder().headersDelay(2, TimeUnit.SECONDS).body("late").build());
+      CompletableFuture<ForwardedResponse> future = RoutingForwarder.newBuilder(solo).build().forwardAsync(
+          ForwardRequest.newBuilder("/v1/completions", completion("x", 1, false)).tokens(new int[] {1, 2}).build());
+      assertNotNull(server.takeRequest(5, TimeUnit.SECONDS), "the call reached the server");
+      assertEquals(1, solo.activeRequests(id));
+      assertTrue(future.cancel(true));
+      await(() -> solo.activeRequests(id) == 0, "the cancelled call to release its booking");
+      assertEquals(0, solo.pendingPrefillTokens(id));
+    }
   }
 }
