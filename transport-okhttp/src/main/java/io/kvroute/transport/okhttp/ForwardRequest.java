@@ -122,7 +122,10 @@ public final class ForwardRequest {
     }
 
     /**
-     * Adds a header sent upstream.
+     * Adds a header sent upstream. Hop-by-hop headers ({@code Connection}, {@code Transfer-Encoding}, …) and those
+     * OkHttp sets itself ({@code Host}, {@code Content-Length}, {@code Content-Type}: see {@link #contentType};
+     * {@code Accept-Encoding}: OkHttp negotiates and decompresses gzip) are not forwarded, so a gateway may pass
+     * its client's headers as they came.
      *
      * @throws IllegalArgumentException if the name or value is not a valid header
      */

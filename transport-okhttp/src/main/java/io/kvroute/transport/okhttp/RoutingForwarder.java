@@ -25,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import okhttp3.Call;
 import okhttp3.Callback;
+import okhttp3.Headers;
 import okhttp3.MediaType;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
@@ -289,7 +290,7 @@ public final class RoutingForwarder {
       }
       Request upstream = new Request.Builder()
           .url(Urls.resolve(base, request.path()))
-          .headers(request.headers())
+          .headers(forwardable(request.headers()))
           .post(RequestBody.create(request.body(), MediaType.get(request.contentType())))
           .tag(Routing.class, routing)
           .build();
@@ -298,6 +299,25 @@ public final class RoutingForwarder {
       routing.close();
       throw e;
     }
+  }
+
+  /**
+   * Headers not sent upstream: hop-by-hop headers, and those OkHttp sets itself for this connection and body
+   * ({@code Host}, {@code Content-Length}, {@code Accept-Encoding}: OkHttp negotiates gzip and decompresses, so the
+   * first token can be seen in the stream).
+   */
+  static final Set<String> NOT_FORWARDED = Set.of("host", "content-length", "content-type", "transfer-encoding",
+      "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade",
+      "accept-encoding");
+
+  static Headers forwardable(Headers headers) {
+    Headers.Builder kept = new Headers.Builder();
+    for (int i = 0; i < headers.size(); i++) {
+      if (!NOT_FORWARDED.contains(headers.name(i).toLowerCase(Locale.ROOT))) {
+        kept.addUnsafeNonAscii(headers.name(i), headers.value(i));
+      }
+    }
+    return kept.build();
   }
 
   private ConnectException noEndpoint(Routing routing) {

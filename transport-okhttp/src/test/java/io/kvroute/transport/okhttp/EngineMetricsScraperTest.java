@@ -189,6 +189,7 @@ class EngineMetricsScraperTest {
         "huge", ScrapeFailure.TOO_LARGE,
         "huge-chunked", ScrapeFailure.TOO_LARGE,
         "slow", ScrapeFailure.TIMEOUT,
+        "trickle", ScrapeFailure.TIMEOUT,
         "error", ScrapeFailure.HTTP_STATUS,
         "reset", ScrapeFailure.CONNECTION,
         "refused", ScrapeFailure.CONNECTION);
@@ -200,6 +201,8 @@ class EngineMetricsScraperTest {
         MockWebServer chunked = serving(new MockResponse.Builder().chunkedBody(huge.clone(), 64 * 1024).build());
         MockWebServer slow = serving(new MockResponse.Builder().headersDelay(2, TimeUnit.SECONDS)
             .body("vllm:num_requests_running 1\n").build());
+        MockWebServer trickle = serving(new MockResponse.Builder().throttleBody(64, 50, TimeUnit.MILLISECONDS)
+            .body(PrometheusTextTest.resource("vllm-v1-metrics.txt")).build());
         MockWebServer error = serving(new MockResponse.Builder().code(500).body("boom").build());
         MockWebServer reset = serving(new MockResponse.Builder()
             .onRequestStart(new SocketEffect.CloseSocket()).build())) {
@@ -208,6 +211,7 @@ class EngineMetricsScraperTest {
       router.addWorker(Worker.of(WorkerId.of("huge"), uri(hugeServer)));
       router.addWorker(Worker.of(WorkerId.of("huge-chunked"), uri(chunked)));
       router.addWorker(Worker.of(WorkerId.of("slow"), uri(slow)));
+      router.addWorker(Worker.of(WorkerId.of("trickle"), uri(trickle)));
       router.addWorker(Worker.of(WorkerId.of("error"), uri(error)));
       router.addWorker(Worker.of(WorkerId.of("reset"), uri(reset)));
       router.addWorker(Worker.of(WorkerId.of("refused"), TestSupport.deadEndpoint()));
@@ -248,7 +252,7 @@ class EngineMetricsScraperTest {
         assertFalse(failures.containsKey(good));
         assertTrue(scraper.failureCount(ScrapeFailure.MALFORMED) >= 4);
         assertTrue(scraper.failureCount(ScrapeFailure.TOO_LARGE) >= 4);
-        assertTrue(scraper.failureCount(ScrapeFailure.TIMEOUT) >= 2);
+        assertTrue(scraper.failureCount(ScrapeFailure.TIMEOUT) >= 4);
         assertTrue(scraper.failureCount(ScrapeFailure.HTTP_STATUS) >= 2);
         assertTrue(scraper.failureCount(ScrapeFailure.CONNECTION) >= 4);
         assertTrue(scraper.malformedLineCount() == 0, "failed responses do not count lines");

@@ -111,6 +111,8 @@ class RoutingForwarderTest {
     ForwardRequest request = ForwardRequest.newBuilder("/v1/completions", completion(prefix + " second", 2, false))
         .tokens(tokens)
         .header("X-Request-Id", "abc")
+        .header("Host", "client-facing.example") // as a gateway might pass its client's headers: not forwarded
+        .header("Accept-Encoding", "br")
         .build();
     try (ForwardedResponse response = forwarder.forward(request)) {
       Routing routing = response.routing();
@@ -119,6 +121,8 @@ class RoutingForwarderTest {
       assertEquals(List.of(), response.failedWorkers());
       assertSame(routing, response.response().request().tag(Routing.class));
       assertEquals("abc", response.response().request().header("X-Request-Id"));
+      assertEquals(null, response.response().request().header("Host"));
+      assertEquals(null, response.response().request().header("Accept-Encoding"));
       assertEquals(1, router.activeRequests(warm), "booked while the response is open");
       String body = response.body().string(); // read to the end: the handle closes itself
       assertEquals(80, cachedTokens(body), "the engine found the 5 routed blocks cached");
