@@ -15,6 +15,7 @@ package io.kvroute.events.zmq;
  * @param purges times the worker's entries were purged
  * @param decodeErrors malformed messages dropped (frame count, sequence frame, payload)
  * @param droppedEvents events not applied (unknown type, malformed, non-prefix cache group)
+ * @param reconnects times a live connection was lost (or its handshake stalled) and the subscription was renewed
  */
 public record EventSourceStats(
     long batches,
@@ -27,4 +28,5 @@ public record EventSourceStats(
     long restarts,
     long purges,
     long decodeErrors,
-    long droppedEvents) {}
+    long droppedEvents,
+    long reconnects) {}

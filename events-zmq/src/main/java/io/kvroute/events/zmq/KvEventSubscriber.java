@@ -75,6 +75,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private static final long NONE = -1;
   private static final int POLL_MILLIS = 100;
   private static final int MAX_MESSAGES_PER_POLL = 1_000;
+  private static final int MAX_REPLAY_ATTEMPTS = 2;
 
   private final KvEventSink sink;
   private final EventSourceListener listener;
@@ -82,6 +83,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final long replayCooldownNanos;
   private final int maxBufferedBatches;
   private final long maxMessageSize;
+  private final int handshakeMillis;
   private final @Nullable CurveKeyPair clientKeys;
   private final ZContext context;
   private final Thread thread;
@@ -97,7 +99,11 @@ public final class KvEventSubscriber implements AutoCloseable {
   private boolean pollerDirty = true;
   private ZMQ.@Nullable Poller poller;
   private Stream[] polledStreams = new Stream[0];
-  private boolean[] polledIsReplay = new boolean[0];
+  private byte[] polledKinds = new byte[0];
+  private static final byte LIVE = 0;
+  private static final byte REPLAY = 1;
+  private static final byte MONITOR = 2;
+  private static final java.util.concurrent.atomic.AtomicInteger MONITORS = new java.util.concurrent.atomic.AtomicInteger();
 
   private KvEventSubscriber(Builder b) {
     this.sink = Objects.requireNonNull(b.sink, "sink");
@@ -106,6 +112,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.replayCooldownNanos = b.replayCooldown.toNanos();
     this.maxBufferedBatches = b.maxBufferedBatches;
     this.maxMessageSize = b.maxMessageSize;
+    this.handshakeMillis = (int) b.handshakeTimeout.toMillis();
     this.clientKeys = b.clientKeys;
     this.context = new ZContext(1);
     this.context.setLinger(0);
@@ -284,27 +291,36 @@ public final class KvEventSubscriber implements AutoCloseable {
       poller = null;
     }
     List<Stream> streams = new ArrayList<>();
-    List<Boolean> replay = new ArrayList<>();
+    List<Byte> kinds = new ArrayList<>();
+    List<ZMQ.Socket> sockets = new ArrayList<>();
     for (Worker w : workers.values()) {
       for (Stream s : w.streams) {
-        streams.add(s);
-        replay.add(false);
+        if (s.sub != null) {
+          streams.add(s);
+          kinds.add(LIVE);
+          sockets.add(s.sub);
+        }
+        if (s.monitor != null) {
+          streams.add(s);
+          kinds.add(MONITOR);
+          sockets.add(s.monitor);
+        }
         if (s.dealer != null) {
           streams.add(s);
-          replay.add(true);
+          kinds.add(REPLAY);
+          sockets.add(s.dealer);
         }
       }
     }
     polledStreams = streams.toArray(new Stream[0]);
-    polledIsReplay = new boolean[streams.size()];
-    for (int i = 0; i < polledIsReplay.length; i++) {
-      polledIsReplay[i] = replay.get(i);
+    polledKinds = new byte[kinds.size()];
+    for (int i = 0; i < polledKinds.length; i++) {
+      polledKinds[i] = kinds.get(i);
     }
     if (!streams.isEmpty()) {
       ZMQ.Poller p = context.createPoller(streams.size());
-      for (int i = 0; i < polledStreams.length; i++) {
-        Stream s = polledStreams[i];
-        p.register(polledIsReplay[i] ? s.dealer : s.sub, ZMQ.Poller.POLLIN);
+      for (ZMQ.Socket socket : sockets) {
+        p.register(socket, ZMQ.Poller.POLLIN);
       }
       poller = p;
     }
@@ -321,7 +337,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     // must cost one poll interval, not a stalled stream.
     boolean sweep = p.poll(POLL_MILLIS) <= 0;
     Stream[] streams = polledStreams;
-    boolean[] isReplay = polledIsReplay;
+    byte[] kinds = polledKinds;
     for (int i = 0; i < streams.length && !stopping; i++) {
       if (!sweep && !p.pollin(i)) {
         continue;
@@ -330,7 +346,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (s.closed) {
         continue;
       }
-      if (isReplay[i]) {
+      if (kinds[i] == REPLAY) {
         ZMQ.Socket dealer = s.dealer;
         for (int m = 0; m < MAX_MESSAGES_PER_POLL && dealer != null && s.dealer == dealer && !s.closed; m++) {
           List<byte[]> frames = receive(dealer);
@@ -339,9 +355,12 @@ public final class KvEventSubscriber implements AutoCloseable {
           }
           guarded(s, () -> onReplayMessage(s, frames));
         }
+      } else if (kinds[i] == MONITOR) {
+        guarded(s, () -> onMonitorEvents(s));
       } else {
-        for (int m = 0; m < MAX_MESSAGES_PER_POLL && !s.closed; m++) {
-          List<byte[]> frames = receive(s.sub);
+        ZMQ.Socket sub = s.sub;
+        for (int m = 0; m < MAX_MESSAGES_PER_POLL && sub != null && s.sub == sub && !s.closed; m++) {
+          List<byte[]> frames = receive(sub);
           if (frames == null) {
             break;
           }
@@ -392,21 +411,77 @@ public final class KvEventSubscriber implements AutoCloseable {
     for (int rank = 0; rank < config.dataParallelRanks(); rank++) {
       Stream s = new Stream(w, rank, config.endpointOf(rank), config.replayEndpointOf(rank));
       w.streams.add(s);
-      try {
-        ZMQ.Socket sub = context.createSocket(SocketType.SUB);
-        configure(sub, config);
-        sub.setRcvHWM(100_000);
-        sub.subscribe(config.topic().getBytes(StandardCharsets.UTF_8));
-        s.sub = sub;
-        sub.connect(s.endpoint);
-      } catch (RuntimeException e) {
-        logger.log(WARNING, "cannot subscribe to " + s.endpoint + " for " + s.id, e);
-      }
+      openSub(s);
     }
-    w.streams.removeIf(s -> s.sub == null);
     workers.put(config.workerName(), w);
     pollerDirty = true;
     logger.log(DEBUG, "subscribed to " + config);
+  }
+
+  /**
+   * Opens a stream's SUB socket with a monitor of its disconnections. A disconnected SUB is replaced by a new
+   * socket rather than left to reconnect: with JeroMQ 0.6.0, a connection whose handshake stalled (see {@link
+   * Builder#handshakeTimeout}) sometimes reconnects without resending its subscription, and then never receives
+   * anything. Batches lost meanwhile show up as a sequence gap.
+   */
+  private void openSub(Stream s) {
+    EventSourceConfig config = s.worker.config;
+    ZMQ.Socket sub = null;
+    ZMQ.Socket monitor = null;
+    try {
+      sub = context.createSocket(SocketType.SUB);
+      configure(sub, config);
+      sub.setRcvHWM(100_000);
+      sub.subscribe(config.topic().getBytes(StandardCharsets.UTF_8));
+      String address = "inproc://kvroute-subscriber-monitor-" + MONITORS.incrementAndGet();
+      sub.monitor(address, ZMQ.EVENT_DISCONNECTED);
+      monitor = context.createSocket(SocketType.PAIR);
+      monitor.setLinger(0);
+      monitor.connect(address);
+      sub.connect(s.endpoint);
+      s.sub = sub;
+      s.monitor = monitor;
+    } catch (RuntimeException e) {
+      logger.log(WARNING, "cannot subscribe to " + s.endpoint + " for " + s.id, e);
+      if (monitor != null) {
+        monitor.close();
+      }
+      if (sub != null) {
+        sub.close();
+      }
+    }
+    pollerDirty = true;
+  }
+
+  private void closeSub(Stream s) {
+    if (s.sub != null) {
+      s.sub.monitor(null, 0);
+      s.sub.close();
+      s.sub = null;
+    }
+    if (s.monitor != null) {
+      s.monitor.close();
+      s.monitor = null;
+    }
+    pollerDirty = true;
+  }
+
+  private void onMonitorEvents(Stream s) {
+    boolean disconnected = false;
+    ZMQ.Socket monitor = s.monitor;
+    for (int i = 0; i < 64 && monitor != null; i++) {
+      ZMQ.Event event = ZMQ.Event.recv(monitor, ZMQ.DONTWAIT);
+      if (event == null) {
+        break;
+      }
+      disconnected |= event.getEvent() == ZMQ.EVENT_DISCONNECTED;
+    }
+    if (disconnected && !s.closed) {
+      s.worker.counters.reconnects.incrementAndGet();
+      logger.log(DEBUG, () -> s.id + " disconnected from " + s.endpoint + "; resubscribing with a new socket");
+      closeSub(s);
+      openSub(s);
+    }
   }
 
   private void configure(ZMQ.Socket socket, EventSourceConfig config) {
@@ -418,6 +493,10 @@ public final class KvEventSubscriber implements AutoCloseable {
     socket.setHeartbeatTtl(15_000);
     socket.setTCPKeepAlive(1);
     socket.setMaxMsgSize(maxMessageSize);
+    // JeroMQ 0.6.0 sometimes leaves a freshly connected socket without its ZMTP handshake (zeromq/jeromq#1022,
+    // a selection-key race on the connecting side, a few percent of connections, more under CPU load). The
+    // handshake timer is what recovers it, by reconnecting: keep it short.
+    socket.setHandshakeIvl(handshakeMillis);
     if (config.serverPublicKey() != null) {
       CurveKeyPair keys = clientKeys != null ? clientKeys : ephemeralKeys();
       socket.setCurveServerKey(ZMQ.Curve.z85Decode(config.serverPublicKey()));
@@ -443,10 +522,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     for (Stream s : w.streams) {
       s.closed = true;
       closeDealer(s);
-      if (s.sub != null) {
-        s.sub.close();
-        s.sub = null;
-      }
+      closeSub(s);
       if (purge) {
         purge(s, PurgeReason.REMOVED);
       }
@@ -618,8 +694,19 @@ public final class KvEventSubscriber implements AutoCloseable {
   // ---------------------------------------------------------------- replay
 
   private void startReplay(Stream s, long from) {
-    String endpoint = Objects.requireNonNull(s.replayEndpoint);
     s.worker.counters.replays.incrementAndGet();
+    s.replayFrom = from;
+    s.replayFirst = true;
+    s.replayBatches = 0;
+    s.replayAttempts = 1;
+    safeListener(() -> listener.onReplayStarted(s.id, from));
+    sendReplayRequest(s);
+  }
+
+  /** Sends the request of the replay in flight; a failure to send fails the replay. */
+  private void sendReplayRequest(Stream s) {
+    String endpoint = Objects.requireNonNull(s.replayEndpoint);
+    s.replayDeadline = System.nanoTime() + replayTimeoutNanos;
     try {
       if (s.dealer == null) {
         ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
@@ -631,20 +718,13 @@ public final class KvEventSubscriber implements AutoCloseable {
         pollerDirty = true;
       }
       boolean sent = s.dealer.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT)
-          && s.dealer.send(KvEventPublisher.seqBytes(from), ZMQ.DONTWAIT);
+          && s.dealer.send(KvEventPublisher.seqBytes(s.replayFrom), ZMQ.DONTWAIT);
       if (!sent) {
         throw new IllegalStateException("replay request could not be queued");
       }
     } catch (RuntimeException e) {
-      s.replayFrom = from;
       replayFailed(s, "cannot request a replay from " + endpoint + ": " + e.getMessage());
-      return;
     }
-    s.replayFrom = from;
-    s.replayFirst = true;
-    s.replayBatches = 0;
-    s.replayDeadline = System.nanoTime() + replayTimeoutNanos;
-    safeListener(() -> listener.onReplayStarted(s.id, from));
   }
 
   private void onReplayMessage(Stream s, List<byte[]> frames) {
@@ -740,7 +820,15 @@ public final class KvEventSubscriber implements AutoCloseable {
     for (Worker w : workers.values()) {
       for (Stream s : w.streams) {
         if (s.replayFrom != NONE && now - s.replayDeadline >= 0) {
-          replayFailed(s, "replay from " + s.replayFrom + " timed out at " + s.replayEndpoint);
+          if (s.replayFirst && s.replayAttempts < MAX_REPLAY_ATTEMPTS) {
+            // No answer at all: the request may have died with a stalled connection. Ask again on a new one.
+            logger.log(DEBUG, () -> s.id + ": no answer to replay from " + s.replayFrom + "; asking again");
+            s.replayAttempts++;
+            closeDealer(s);
+            sendReplayRequest(s);
+          } else {
+            replayFailed(s, "replay from " + s.replayFrom + " timed out at " + s.replayEndpoint);
+          }
         }
       }
     }
@@ -778,10 +866,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     final @Nullable String replayEndpoint;
     ZMQ.@Nullable Socket sub;
     ZMQ.@Nullable Socket dealer;
+    ZMQ.@Nullable Socket monitor;
     boolean closed;
     long lastSeq = NONE;
     long replayFrom = NONE;
     boolean replayFirst;
+    int replayAttempts;
     boolean failing;
     int replayBatches;
     long replayDeadline;
@@ -835,11 +925,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     final AtomicLong purges = new AtomicLong();
     final AtomicLong decodeErrors = new AtomicLong();
     final AtomicLong droppedEvents = new AtomicLong();
+    final AtomicLong reconnects = new AtomicLong();
 
     EventSourceStats snapshot() {
       return new EventSourceStats(batches.get(), events.get(), storedBlocks.get(), gaps.get(), replays.get(),
           replayedBatches.get(), replayFailures.get(), restarts.get(), purges.get(), decodeErrors.get(),
-          droppedEvents.get());
+          droppedEvents.get(), reconnects.get());
     }
   }
 
@@ -847,10 +938,11 @@ public final class KvEventSubscriber implements AutoCloseable {
   public static final class Builder {
     private @Nullable KvEventSink sink;
     private EventSourceListener listener = EventSourceListener.NONE;
-    private Duration replayTimeout = Duration.ofSeconds(5);
+    private Duration replayTimeout = Duration.ofSeconds(3);
     private Duration replayCooldown = Duration.ofSeconds(30);
     private int maxBufferedBatches = 10_000;
     private long maxMessageSize = 64L << 20;
+    private Duration handshakeTimeout = Duration.ofSeconds(1);
     private @Nullable CurveKeyPair clientKeys;
 
     private Builder() {}
@@ -876,7 +968,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * How long a replay may go without a reply before it counts as failed (default 5 s).
+     * How long a replay may go without a reply (default 3 s). A request with no answer at all is sent once more
+     * over a new connection; after that, or when a started reply stream stalls, the replay counts as failed.
      *
      * @throws IllegalArgumentException if the timeout is not positive
      */
@@ -929,6 +1022,22 @@ public final class KvEventSubscriber implements AutoCloseable {
         throw new IllegalArgumentException("maxMessageSize must be positive but was " + bytes);
       }
       this.maxMessageSize = bytes;
+      return this;
+    }
+
+    /**
+     * How long a new connection may take to complete its ZeroMQ handshake before it is dropped and retried (default
+     * 1 s). Kept short because JeroMQ 0.6.0 occasionally stalls a fresh connection's handshake (zeromq/jeromq#1022);
+     * the retry is what recovers it. Raise it for links with very high latency.
+     *
+     * @throws IllegalArgumentException if the timeout is not between 1 ms and 1 hour
+     */
+    public Builder handshakeTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "timeout");
+      if (timeout.toMillis() < 1 || timeout.toMillis() > 3_600_000) {
+        throw new IllegalArgumentException("handshakeTimeout must be between 1 ms and 1 hour but was " + timeout);
+      }
+      this.handshakeTimeout = timeout;
       return this;
     }
 
