@@ -73,12 +73,11 @@ public class IngestionBenchmark {
   KvEventSink sink;
   WorkerId[] senders;
   byte[][] payloads;
-  List<KvEvent>[] decoded;
+  List<List<KvEvent>> decoded;
   int[] eventCounts;
   int next;
 
   @Setup(Level.Trial)
-  @SuppressWarnings("unchecked")
   public void setUp() {
     if (PROMPT_BLOCKS % blocksPerEvent != 0) {
       throw new IllegalArgumentException("blocksPerEvent must divide " + PROMPT_BLOCKS);
@@ -91,28 +90,37 @@ public class IngestionBenchmark {
     SplittableRandom random = new SplittableRandom(Workload.SEED);
     Workload.populate(sink, ids, indexedBlocks, PROMPT_BLOCKS, 0, random);
 
+    List<WorkerId> workersOf = new ArrayList<>(PROMPTS);
+    List<long[]> hashesOf = new ArrayList<>(PROMPTS);
+    List<int[]> tokensOf = new ArrayList<>(PROMPTS);
+    for (int p = 0; p < PROMPTS; p++) {
+      workersOf.add(ids.get(p % ids.size()));
+      hashesOf.add(Workload.engineHashes(random, PROMPT_BLOCKS));
+      tokensOf.add(Workload.tokens(random, PROMPT_BLOCKS * Workload.BLOCK_SIZE));
+    }
     senders = new WorkerId[2 * PROMPTS];
     payloads = new byte[2 * PROMPTS][];
-    decoded = new List[2 * PROMPTS];
+    decoded = new ArrayList<>(2 * PROMPTS);
     eventCounts = new int[2 * PROMPTS];
     for (int p = 0; p < PROMPTS; p++) {
-      long[] hashes = Workload.engineHashes(random, PROMPT_BLOCKS);
-      int[] tokens = Workload.tokens(random, PROMPT_BLOCKS * Workload.BLOCK_SIZE);
-      WorkerId worker = ids.get(p % ids.size());
-      message(p, worker, stores(hashes, tokens));
-      message(PROMPTS + p, worker, removals(hashes));
+      message(workersOf.get(p), stores(hashesOf.get(p), tokensOf.get(p)));
+    }
+    for (int p = 0; p < PROMPTS; p++) {
+      message(workersOf.get(p), removals(hashesOf.get(p)));
     }
   }
 
-  private void message(int index, WorkerId worker, List<KvEvent> events) {
-    double timestamp = 1.7e9 + index;
+  /** Encodes the next message of the stream, as vLLM would publish it, and keeps its decoded form. */
+  private void message(WorkerId worker, List<KvEvent> events) {
+    int index = decoded.size();
     senders[index] = worker;
-    payloads[index] = KvEventCodec.encode(DecodedBatch.of(timestamp, events, 0), WireFormat.MAP);
-    decoded[index] = KvEventCodec.decode(payloads[index]).events();
-    eventCounts[index] = events.size();
-    if (!decoded[index].equals(events)) {
+    payloads[index] = KvEventCodec.encode(DecodedBatch.of(1.7e9 + index, events, 0), WireFormat.MAP);
+    List<KvEvent> roundTripped = KvEventCodec.decode(payloads[index]).events();
+    if (!roundTripped.equals(events)) {
       throw new IllegalStateException("the codec does not round-trip message " + index);
     }
+    decoded.add(roundTripped);
+    eventCounts[index] = events.size();
   }
 
   private List<KvEvent> stores(long[] hashes, int[] tokens) {
@@ -162,7 +170,7 @@ public class IngestionBenchmark {
   @Benchmark
   public int applyDecoded(Work work) {
     int i = advance();
-    sink.applyAll(senders[i], decoded[i]);
+    sink.applyAll(senders[i], decoded.get(i));
     work.add(eventCounts[i]);
     return eventCounts[i];
   }
