@@ -220,6 +220,46 @@ class KvEventSubscriberTest {
     }
   }
 
+  @Test
+  void replayWithoutAnswer_failsAfterARetry_purges_andCoolsDown() {
+    RecordingSink recording = new RecordingSink();
+    WorkerId worker = WorkerId.of("silent");
+    List<String> failures = new CopyOnWriteArrayList<>();
+    EventSourceListener listener = new EventSourceListener() {
+      @Override
+      public void onReplayFailed(WorkerId w, String reason) {
+        failures.add(reason);
+      }
+    };
+    String nobody = "tcp://127.0.0.1:" + freePort(); // a replay endpoint where nothing listens
+    try (KvEventPublisher p = KvEventPublisher.newBuilder().build();
+        KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(recording).listener(listener)
+            .replayTimeout(Duration.ofMillis(300)).replayCooldown(Duration.ofHours(1)).build()) {
+      subscriber.addWorker("silent", p.endpoint(), nobody, "", 1);
+      subscriber.start();
+      assertTrue(p.awaitSubscribers(1, WAIT));
+      p.publish(List.of(BlockRemoved.of(0)));
+      Await.until(() -> batches(subscriber, "silent") == 1, () -> "first batch");
+      p.dropNext(1);
+      p.publish(List.of(BlockRemoved.of(1)));
+      p.publish(List.of(BlockRemoved.of(2)));
+      p.publish(List.of(BlockRemoved.of(3)));
+      Await.until(() -> batches(subscriber, "silent") == 3, () -> "after the failed replay " + subscriber.stats());
+      assertEquals(List.of(BlockRemoved.of(2), BlockRemoved.of(3)), recording.events(worker));
+      assertEquals(1, failures.size(), failures.toString());
+      // During the cooldown a gap purges at once, without asking for a replay.
+      p.dropNext(1);
+      p.publish(List.of(BlockRemoved.of(4)));
+      p.publish(List.of(BlockRemoved.of(5)));
+      Await.until(() -> batches(subscriber, "silent") == 4, () -> "after the second gap " + subscriber.stats());
+      assertEquals(List.of(BlockRemoved.of(5)), recording.events(worker));
+      EventSourceStats stats = subscriber.stats("silent").orElseThrow();
+      assertEquals(List.of(2L, 1L, 1L, 2L), List.of(stats.gaps(), stats.replays(), stats.replayFailures(),
+          stats.purges()));
+      assertEquals(2, recording.resets(worker));
+    }
+  }
+
   /** An engine restarts (sequence back to 0) with a smaller cache: its old blocks must leave the index. */
   @Test
   void publisherRestart_withASmallerCache_removesStaleBlocks() {
