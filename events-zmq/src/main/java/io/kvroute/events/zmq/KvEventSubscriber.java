@@ -44,7 +44,8 @@ import org.zeromq.ZMQ;
  * <p><b>Streams.</b> Each worker has one SUB socket per data-parallel rank, connected to the worker's endpoint with
  * its port offset by the rank. Messages are {@code [topic, seq, payload]}; anything else is counted as a decode error
  * and dropped. Events are reported under the worker name and the rank the batch names (the socket's rank when the
- * batch has none). ZeroMQ reconnects on its own (100 ms, backing off to 5 s; heartbeats detect dead peers).
+ * batch has none). ZeroMQ reconnects on its own (100 ms, backing off to 5 s; heartbeats detect dead peers), and a
+ * SUB socket that reports a disconnection is replaced by a fresh one (see {@link Builder#handshakeTimeout} for why).
  *
  * <p><b>Sequence cursor.</b> Per stream the subscriber tracks the last applied sequence number:
  *
@@ -470,11 +471,11 @@ public final class KvEventSubscriber implements AutoCloseable {
     boolean disconnected = false;
     ZMQ.Socket monitor = s.monitor;
     for (int i = 0; i < 64 && monitor != null; i++) {
-      ZMQ.Event event = ZMQ.Event.recv(monitor, ZMQ.DONTWAIT);
+      org.zeromq.ZEvent event = org.zeromq.ZEvent.recv(monitor, ZMQ.DONTWAIT);
       if (event == null) {
         break;
       }
-      disconnected |= event.getEvent() == ZMQ.EVENT_DISCONNECTED;
+      disconnected |= event.getEvent() == org.zeromq.ZMonitor.Event.DISCONNECTED;
     }
     if (disconnected && !s.closed) {
       s.worker.counters.reconnects.incrementAndGet();

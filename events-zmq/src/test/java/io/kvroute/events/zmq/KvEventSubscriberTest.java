@@ -299,6 +299,7 @@ class KvEventSubscriberTest {
             && index.entriesOf(worker) == 1, () -> "restart, now " + subscriber.stats());
       }
       assertEquals(List.of(EventSourceListener.PurgeReason.RESTART), purges);
+      assertTrue(subscriber.stats("restarting").orElseThrow().reconnects() >= 1, "the lost connection was renewed");
       for (int[] prompt : before) {
         assertFalse(index.findMatches(index.hasher().sequenceHashes(prompt)).containsKey(worker));
       }
