@@ -59,4 +59,13 @@ final class Endpoints {
     }
     return endpoint;
   }
+
+  /** Validates an endpoint to connect to: a wildcard host such as vLLM's {@code tcp://*:5557} names no peer. */
+  static String checkConnectable(String endpoint, String name) {
+    check(endpoint, name);
+    if (endpoint.startsWith("tcp://*:") || endpoint.startsWith("tcp://0.0.0.0:")) {
+      throw new IllegalArgumentException(name + " must name the engine's host, not a wildcard, but was " + endpoint);
+    }
+    return endpoint;
+  }
 }

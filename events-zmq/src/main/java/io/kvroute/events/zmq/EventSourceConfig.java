@@ -37,9 +37,9 @@ public record EventSourceConfig(
     if (workerName.isBlank()) {
       throw new IllegalArgumentException("workerName must not be blank");
     }
-    Endpoints.check(endpoint, "endpoint");
+    Endpoints.checkConnectable(endpoint, "endpoint");
     if (replayEndpoint != null) {
-      Endpoints.check(replayEndpoint, "replayEndpoint");
+      Endpoints.checkConnectable(replayEndpoint, "replayEndpoint");
     }
     Objects.requireNonNull(topic, "topic");
     if (dataParallelRanks < 1 || dataParallelRanks > MAX_DATA_PARALLEL_RANKS) {

@@ -522,6 +522,11 @@ class KvEventSubscriberTest {
       assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker("a", p.endpoint(), null, "", 1));
       assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker("b", "http://x", null, "", 1));
       assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker("b", p.endpoint(), null, "", 0));
+      assertTrue(assertThrows(IllegalArgumentException.class,
+          () -> subscriber.addWorker("b", "tcp://*:5557", null, "", 1)).getMessage().contains("wildcard"));
+      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker(" ", p.endpoint(), null, "", 1));
+      assertThrows(IllegalArgumentException.class,
+          () -> subscriber.addWorker(EventSourceConfig.of("b", "ipc:///tmp/x").withDataParallelRanks(2)));
       subscriber.start();
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
