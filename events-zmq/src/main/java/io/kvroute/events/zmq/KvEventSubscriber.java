@@ -14,6 +14,7 @@ import io.kvroute.events.zmq.EventSourceListener.PurgeReason;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Collections;
 import java.util.Comparator;
@@ -24,12 +25,15 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
+import org.zeromq.ZEvent;
 import org.zeromq.ZMQ;
+import org.zeromq.ZMonitor;
 
 /**
  * Subscribes to the KV event streams of many engine workers over ZeroMQ and feeds their events into a {@link
@@ -77,6 +81,10 @@ public final class KvEventSubscriber implements AutoCloseable {
   private static final int POLL_MILLIS = 100;
   private static final int MAX_MESSAGES_PER_POLL = 1_000;
   private static final int MAX_REPLAY_ATTEMPTS = 2;
+  private static final byte LIVE = 0;
+  private static final byte REPLAY = 1;
+  private static final byte MONITOR = 2;
+  private static final AtomicInteger MONITORS = new AtomicInteger();
 
   private final KvEventSink sink;
   private final EventSourceListener listener;
@@ -101,10 +109,6 @@ public final class KvEventSubscriber implements AutoCloseable {
   private ZMQ.@Nullable Poller poller;
   private Stream[] polledStreams = new Stream[0];
   private byte[] polledKinds = new byte[0];
-  private static final byte LIVE = 0;
-  private static final byte REPLAY = 1;
-  private static final byte MONITOR = 2;
-  private static final java.util.concurrent.atomic.AtomicInteger MONITORS = new java.util.concurrent.atomic.AtomicInteger();
 
   private KvEventSubscriber(Builder b) {
     this.sink = Objects.requireNonNull(b.sink, "sink");
@@ -471,11 +475,11 @@ public final class KvEventSubscriber implements AutoCloseable {
     boolean disconnected = false;
     ZMQ.Socket monitor = s.monitor;
     for (int i = 0; i < 64 && monitor != null; i++) {
-      org.zeromq.ZEvent event = org.zeromq.ZEvent.recv(monitor, ZMQ.DONTWAIT);
+      ZEvent event = ZEvent.recv(monitor, ZMQ.DONTWAIT);
       if (event == null) {
         break;
       }
-      disconnected |= event.getEvent() == org.zeromq.ZMonitor.Event.DISCONNECTED;
+      disconnected |= event.getEvent() == ZMonitor.Event.DISCONNECTED;
     }
     if (disconnected && !s.closed) {
       s.worker.counters.reconnects.incrementAndGet();
@@ -617,7 +621,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (!s.admit(events.get(i), batch.groupIndex(i))) {
         if (keep == null) {
           keep = new boolean[events.size()];
-          java.util.Arrays.fill(keep, true);
+          Arrays.fill(keep, true);
         }
         keep[i] = false;
         filtered++;
