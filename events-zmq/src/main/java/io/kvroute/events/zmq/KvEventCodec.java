@@ -373,7 +373,7 @@ public final class KvEventCodec {
 
     private int[] events(List<KvEvent> out) {
       int n = r.readArrayHeader();
-      int[] groups = new int[n];
+      int[] groups = new int[Math.min(n, 16)]; // grown on demand: n counts declared events, not decoded ones
       int count = 0;
       for (int i = 0; i < n; i++) {
         int start = r.position();
@@ -391,10 +391,13 @@ public final class KvEventCodec {
           skipped++;
         } else {
           out.add(event);
+          if (count == groups.length) {
+            groups = Arrays.copyOf(groups, Math.max(16, count * 2));
+          }
           groups[count++] = groupIndex;
         }
       }
-      return count == n ? groups : Arrays.copyOf(groups, count);
+      return count == groups.length ? groups : Arrays.copyOf(groups, count);
     }
 
     private @Nullable KvEvent event() {

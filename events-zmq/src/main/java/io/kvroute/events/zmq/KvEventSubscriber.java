@@ -946,7 +946,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration replayTimeout = Duration.ofSeconds(3);
     private Duration replayCooldown = Duration.ofSeconds(30);
     private int maxBufferedBatches = 10_000;
-    private long maxMessageSize = 64L << 20;
+    private long maxMessageSize = 16L << 20;
     private Duration handshakeTimeout = Duration.ofSeconds(1);
     private @Nullable CurveKeyPair clientKeys;
 
@@ -1017,8 +1017,9 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * The largest message a peer may send, in bytes (default 64 MiB); a peer sending more is disconnected by
-     * ZeroMQ before the message is buffered.
+     * The largest message a peer may send, in bytes (default 16 MiB, far above what one engine step produces); a
+     * peer sending more is disconnected by ZeroMQ before the message is buffered. Decoding a payload allocates at
+     * most a small multiple of its size.
      *
      * @throws IllegalArgumentException if {@code bytes} is not positive
      */

@@ -394,6 +394,33 @@ class KvEventSubscriberTest {
   }
 
   @Test
+  void messagesAboveTheSizeLimit_neverReachTheSink_andTheStreamResumes() {
+    RecordingSink recording = new RecordingSink();
+    WorkerId worker = WorkerId.of("capped");
+    try (KvEventPublisher p = KvEventPublisher.newBuilder().build(); KvEventSubscriber subscriber =
+        KvEventSubscriber.newBuilder().sink(recording).maxMessageSize(1_024).build()) {
+      subscriber.addWorker("capped", p.endpoint(), null, "", 1);
+      subscriber.start();
+      assertTrue(p.awaitSubscribers(1, WAIT));
+      long[] many = new long[400]; // about 3.6 KB on the wire
+      for (int i = 0; i < many.length; i++) {
+        many[i] = -1L - i;
+      }
+      p.publish(List.of(BlockRemoved.of(many)));
+      // ZeroMQ drops the connection; the subscriber renews it. Publish small batches until they flow again.
+      Await.until(() -> {
+        if (!recording.events(worker).isEmpty()) {
+          return true;
+        }
+        p.publish(List.of(BlockRemoved.of(1)));
+        return false;
+      }, () -> "a small batch after the oversized one, now " + subscriber.stats());
+      assertTrue(recording.events(worker).stream().allMatch(e -> e.equals(BlockRemoved.of(1))));
+      assertTrue(subscriber.stats("capped").orElseThrow().reconnects() >= 1);
+    }
+  }
+
+  @Test
   void nonPrefixCacheGroups_areDropped_includingTheirRemovals() {
     RecordingSink recording = new RecordingSink();
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build(); KvEventSubscriber subscriber =
