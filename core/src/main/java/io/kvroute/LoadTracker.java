@@ -8,11 +8,17 @@ import java.util.Arrays;
  * lock.
  *
  * <p>Blocks of active requests are reference-counted per worker by sequence hash, so a prefix shared by several
- * active requests on one worker counts once, as in Dynamo's active-sequence tracking.
+ * active requests on one worker counts once, as in Dynamo's active-sequence tracking. A count that drops to zero
+ * stays in the map as a tombstone: removing it would make the map shrink and regrow on every request (a
+ * 2,048-token prompt books 128 keys), which measured 8 KB of garbage and 5 µs per request. Tombstones are swept
+ * once they outnumber the live keys.
  */
 final class LoadTracker {
+  private static final int SWEEP_SLACK = 4096;
+
   private long[] prefillTokens = new long[16];
   private int[] activeRequests = new int[16];
+  private int[] liveBlocks = new int[16];
   private Long2IntOpenHashMap[] activeBlocks = new Long2IntOpenHashMap[16];
 
   void ensureSlot(int slot) {
@@ -20,10 +26,11 @@ final class LoadTracker {
       int n = Math.max(slot + 1, prefillTokens.length * 2);
       prefillTokens = Arrays.copyOf(prefillTokens, n);
       activeRequests = Arrays.copyOf(activeRequests, n);
+      liveBlocks = Arrays.copyOf(liveBlocks, n);
       activeBlocks = Arrays.copyOf(activeBlocks, n);
     }
     if (activeBlocks[slot] == null) {
-      activeBlocks[slot] = new Long2IntOpenHashMap();
+      activeBlocks[slot] = new Long2IntOpenHashMap(256);
     }
   }
 
@@ -31,6 +38,7 @@ final class LoadTracker {
     if (slot < prefillTokens.length) {
       prefillTokens[slot] = 0;
       activeRequests[slot] = 0;
+      liveBlocks[slot] = 0;
       activeBlocks[slot] = null;
     }
   }
@@ -45,18 +53,17 @@ final class LoadTracker {
 
   /** Distinct blocks held by the slot's active requests. */
   long activeBlocks(int slot) {
-    Long2IntOpenHashMap map = activeBlocks[slot];
-    return map == null ? 0 : map.size();
+    return liveBlocks[slot];
   }
 
   /** Leading request blocks already held by the slot's active requests. */
   int activeDepth(int slot, long[] hashes, int count) {
-    Long2IntOpenHashMap map = activeBlocks[slot];
-    if (map == null || map.isEmpty()) {
+    if (liveBlocks[slot] == 0) {
       return 0;
     }
+    Long2IntOpenHashMap map = activeBlocks[slot];
     int depth = 0;
-    while (depth < count && map.containsKey(hashes[depth])) {
+    while (depth < count && map.get(hashes[depth]) > 0) {
       depth++;
     }
     return depth;
@@ -67,9 +74,13 @@ final class LoadTracker {
     prefillTokens[slot] += prefill;
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
+    int live = liveBlocks[slot];
     for (int i = 0; i < count; i++) {
-      map.addTo(hashes[i], 1);
+      if (map.addTo(hashes[i], 1) == 0) {
+        live++;
+      }
     }
+    liveBlocks[slot] = live;
   }
 
   void releasePrefill(int slot, long prefill) {
@@ -84,12 +95,20 @@ final class LoadTracker {
     }
     activeRequests[slot] = Math.max(0, activeRequests[slot] - 1);
     Long2IntOpenHashMap map = activeBlocks[slot];
+    int live = liveBlocks[slot];
     for (int i = 0; i < count; i++) {
       long h = hashes[i];
-      int left = map.addTo(h, -1) - 1;
-      if (left <= 0) {
-        map.remove(h);
+      int before = map.get(h);
+      if (before > 0) {
+        map.put(h, before - 1);
+        if (before == 1) {
+          live--;
+        }
       }
+    }
+    liveBlocks[slot] = live;
+    if (map.size() > 2 * live + SWEEP_SLACK) {
+      map.long2IntEntrySet().removeIf(e -> e.getIntValue() == 0);
     }
   }
 }

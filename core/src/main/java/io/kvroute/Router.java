@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jspecify.annotations.Nullable;
 
@@ -62,6 +63,7 @@ public final class Router {
   private final Candidates candidates = new Candidates();
   private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
   private final ArrayDeque<Routing> bookings = new ArrayDeque<>();
+  private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
   private final ArrayDeque<Prediction> predictions = new ArrayDeque<>();
   private long predictedBlocks;
   private final HashArrayPool pool = new HashArrayPool();
@@ -175,7 +177,9 @@ public final class Router {
     admission.lock();
     try {
       long now = ticker.read();
+      drainReleases();
       expire(now);
+      drainReleases();
       candidates.reset(request, tokens.length, blockSize, hashes, random, now);
       Set<WorkerId> allowed = request.allowedWorkers();
       int n = 0;
@@ -284,30 +288,41 @@ public final class Router {
     }
   }
 
-  void releasePrefill(Routing routing) {
-    admission.lock();
-    try {
-      if (routing.state().registered) {
-        load.releasePrefill(routing.state().slot, routing.bookedPrefillTokens);
+  /**
+   * Queues a handle whose phase advanced (first token or close) for release. The release itself happens under the
+   * admission lock, now if the lock is free, else by the next selection before it scores anyone; either way no
+   * caller of {@link Routing#close()} ever blocks on a selection in progress.
+   */
+  void released(Routing routing) {
+    releases.offer(routing);
+    if (admission.tryLock()) {
+      try {
+        drainReleases();
+      } finally {
+        admission.unlock();
       }
-    } finally {
-      admission.unlock();
     }
   }
 
-  void release(Routing routing, boolean prefillPending) {
-    admission.lock();
-    try {
+  /** Applies queued releases; under the admission lock. */
+  private void drainReleases() {
+    Routing routing;
+    while ((routing = releases.poll()) != null) {
+      int phase = routing.phase();
       WorkerRegistry.WorkerState state = routing.state();
-      if (state.registered) {
-        if (prefillPending) {
+      if (!routing.prefillReleased && phase != Routing.OPEN) {
+        routing.prefillReleased = true;
+        if (state.registered) {
           load.releasePrefill(state.slot, routing.bookedPrefillTokens);
         }
-        load.releaseRequest(state.slot, routing.hashes, routing.hashCount);
       }
-      pool.give(routing.hashes);
-    } finally {
-      admission.unlock();
+      if (!routing.blocksReleased && phase == Routing.CLOSED) {
+        routing.blocksReleased = true;
+        if (state.registered) {
+          load.releaseRequest(state.slot, routing.hashes, routing.hashCount);
+        }
+        pool.give(routing.hashes);
+      }
     }
   }
 
@@ -317,6 +332,7 @@ public final class Router {
     try {
       for (WorkerRegistry.WorkerState s : registry.states()) {
         if (s.worker.id().equals(id)) {
+          drainReleases();
           load.ensureSlot(s.slot);
           return load.activeRequests(s.slot);
         }
@@ -333,6 +349,7 @@ public final class Router {
     try {
       for (WorkerRegistry.WorkerState s : registry.states()) {
         if (s.worker.id().equals(id)) {
+          drainReleases();
           load.ensureSlot(s.slot);
           return load.prefillTokens(s.slot);
         }

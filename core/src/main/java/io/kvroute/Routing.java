@@ -39,8 +39,10 @@ public final class Routing implements AutoCloseable {
     }
   }
 
-  @SuppressWarnings("unused") // accessed through PHASE, which saves an AtomicInteger per request
-  private volatile int phase = OPEN;
+  private volatile int phase = OPEN; // also accessed through PHASE, which saves an AtomicInteger per request
+  // What the router has released so far; guarded by the router's admission lock.
+  boolean prefillReleased;
+  boolean blocksReleased;
 
   Routing(Router router, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
@@ -110,17 +112,20 @@ public final class Routing implements AutoCloseable {
   /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
-      router.releasePrefill(this);
+      router.released(this);
     }
   }
 
   /** Releases everything booked for this request. Idempotent. */
   @Override
   public void close() {
-    int previous = (int) PHASE.getAndSet(this, CLOSED);
-    if (previous != CLOSED) {
-      router.release(this, previous == OPEN);
+    if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
+      router.released(this);
     }
+  }
+
+  int phase() {
+    return phase;
   }
 
   @Override

@@ -1,6 +1,5 @@
 package io.kvroute;
 
-import java.util.Locale;
 import org.jspecify.annotations.Nullable;
 
 /** Where an engine holds a cached block; an immutable enum, thread-safe. */
@@ -18,21 +17,17 @@ public enum StorageTier {
    * is disk.
    */
   public static StorageTier fromMedium(@Nullable String medium) {
-    if (medium == null) {
+    if (medium == null || eq(medium, "GPU") || eq(medium, "DEVICE") || eq(medium, "CUDA")) {
       return GPU;
     }
-    switch (medium.toUpperCase(Locale.ROOT)) {
-      case "GPU":
-      case "DEVICE":
-      case "CUDA":
-        return GPU;
-      case "CPU":
-      case "CPU_PINNED":
-      case "CPU_TIER1":
-      case "HOST":
-        return HOST;
-      default:
-        return DISK;
+    if (eq(medium, "CPU") || eq(medium, "CPU_PINNED") || eq(medium, "CPU_TIER1") || eq(medium, "HOST")) {
+      return HOST;
     }
+    return DISK;
+  }
+
+  // Case-insensitive without allocating: this runs for every decoded event.
+  private static boolean eq(String medium, String name) {
+    return medium.equalsIgnoreCase(name);
   }
 }
