@@ -33,6 +33,7 @@ public final class BlockHasher {
   private static final int MAX_CACHED_LORA_SEEDS = 1024;
   // Building xx3(seed) allocates a derived secret, so one function per LoRA name is kept (bounded).
   private static final ConcurrentHashMap<String, LongHashFunction> LORA_FUNCTIONS = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<String, Long> LORA_SEEDS = new ConcurrentHashMap<>();
 
   private final int blockSize;
 
@@ -71,10 +72,10 @@ public final class BlockHasher {
    */
   public long localHash(int[] tokens, int offset, @Nullable String loraName, long @Nullable [] extraKeys) {
     Objects.checkFromIndexSize(offset, blockSize, tokens.length);
-    LongHashFunction function = functionFor(loraName);
     if (extraKeys == null || extraKeys.length == 0) {
-      return function.hashInts(tokens, offset, blockSize);
+      return hashBlock(tokens, offset, loraName);
     }
+    LongHashFunction function = functionFor(loraName);
     long[] sorted = extraKeys.clone();
     Arrays.sort(sorted);
     ByteBuffer bytes = ByteBuffer.allocate(blockSize * 4 + sorted.length * 8).order(ByteOrder.LITTLE_ENDIAN);
@@ -110,14 +111,13 @@ public final class BlockHasher {
     if (out.length < blocks) {
       throw new IllegalArgumentException("out holds " + out.length + " hashes but " + blocks + " are needed");
     }
-    LongHashFunction function = functionFor(loraName);
     long previous = 0;
     for (int b = 0; b < blocks; b++) {
       int offset = b * blockSize;
       long local;
       long[] extra = blockExtraKeys != null && b < blockExtraKeys.length ? blockExtraKeys[b] : null;
       if (extra == null || extra.length == 0) {
-        local = function.hashInts(tokens, offset, blockSize);
+        local = hashBlock(tokens, offset, loraName);
       } else {
         local = localHash(tokens, offset, loraName, extra);
       }
@@ -132,6 +132,28 @@ public final class BlockHasher {
     long[] out = new long[tokens.length / blockSize];
     sequenceHashes(tokens, tokens.length, null, null, out);
     return out;
+  }
+
+  private long hashBlock(int[] tokens, int offset, @Nullable String loraName) {
+    if (Xxh3.handlesInts(blockSize)) {
+      return Xxh3.hashInts(tokens, offset, blockSize, cachedSeedFor(loraName));
+    }
+    return functionFor(loraName).hashInts(tokens, offset, blockSize);
+  }
+
+  private static long cachedSeedFor(@Nullable String loraName) {
+    if (loraName == null || loraName.isEmpty()) {
+      return SEED;
+    }
+    Long cached = LORA_SEEDS.get(loraName);
+    if (cached != null) {
+      return cached;
+    }
+    long seed = seedFor(loraName);
+    if (LORA_SEEDS.size() < MAX_CACHED_LORA_SEEDS) {
+      LORA_SEEDS.putIfAbsent(loraName, seed);
+    }
+    return seed;
   }
 
   /** The seed used for blocks of the given LoRA adapter. */

@@ -63,6 +63,7 @@ public final class KvIndexer implements KvEventSink {
   private static final int NIL = -1;
   private static final int INITIAL_CAPACITY = 1024;
   private static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
+  private static final int GATHER = 16; // blocks whose bucket heads are fetched together when matching
 
   private final int blockSize;
   private final BlockHasher hasher;
@@ -358,33 +359,49 @@ public final class KvIndexer implements KvEventSink {
     scratch.ensureSlots(slotHighWater);
     int[] depth = scratch.depth;
     int[] gpuDepth = scratch.gpuDepth;
+    int[] heads = scratch.heads;
+    long[] table = this.table;
     int touched = 0;
     int mask = seqHeads.length - 1;
-    for (int i = 0; i < count; i++) {
-      long seq = hashes[i];
-      int advanced = 0;
-      int e = seqHeads[mix(seq) & mask];
-      while (e != NIL) {
-        int base = e * STRIDE;
-        if (table[base + SEQ] == seq) {
-          long meta = table[base + META];
-          int slotTier = (int) (meta >>> 32);
-          int slot = slotTier / TIERS;
-          if (depth[slot] == i) {
-            if (i == 0) {
-              scratch.touched[touched++] = slot;
-            }
-            depth[slot] = i + 1;
-            advanced++;
-          }
-          if (slotTier % TIERS == 0 && gpuDepth[slot] == i) {
-            gpuDepth[slot] = i + 1;
-          }
+    for (int chunk = 0; chunk < count; chunk += GATHER) {
+      int end = Math.min(count, chunk + GATHER);
+      // Gather the chunk's bucket heads and first entries first: these loads are independent of each other, so the
+      // CPU overlaps their cache misses instead of waiting for one block's entry before asking for the next one's.
+      long sink = 0;
+      for (int i = chunk; i < end; i++) {
+        int e = seqHeads[mix(hashes[i]) & mask];
+        heads[i - chunk] = e;
+        if (e != NIL) {
+          sink += table[e * STRIDE + SEQ];
         }
-        e = (int) (table[base + LINK] >> 32);
       }
-      if (advanced == 0) {
-        break;
+      scratch.sink = sink;
+      for (int i = chunk; i < end; i++) {
+        long seq = hashes[i];
+        int advanced = 0;
+        int e = heads[i - chunk];
+        while (e != NIL) {
+          int base = e * STRIDE;
+          if (table[base + SEQ] == seq) {
+            long meta = table[base + META];
+            int slotTier = (int) (meta >>> 32);
+            int slot = slotTier / TIERS;
+            if (depth[slot] == i) {
+              if (i == 0) {
+                scratch.touched[touched++] = slot;
+              }
+              depth[slot] = i + 1;
+              advanced++;
+            }
+            if (slotTier % TIERS == 0 && gpuDepth[slot] == i) {
+              gpuDepth[slot] = i + 1;
+            }
+          }
+          e = (int) (table[base + LINK] >> 32);
+        }
+        if (advanced == 0) {
+          return touched;
+        }
       }
     }
     return touched;
@@ -845,6 +862,8 @@ public final class KvIndexer implements KvEventSink {
     int[] depth = new int[16];
     int[] gpuDepth = new int[16];
     int[] touched = new int[16];
+    final int[] heads = new int[GATHER];
+    long sink; // keeps the gathering loads from being optimised away
 
     void ensureSlots(int slots) {
       if (depth.length < slots) {

@@ -14,7 +14,53 @@ final class Xxh3 {
   private static final long SECRET_40 = 0x2172ffcc7dd05a82L;
   private static final long SECRET_48 = 0x8e2443f7744608b8L;
 
+  // XXH3's default secret (kSecret), bytes 0..127 as little-endian 64-bit words: enough for inputs up to 128 bytes.
+  private static final long[] SECRET = {
+      0xbe4ba423396cfeb8L, 0x1cad21f72c81017cL, 0xdb979083e96dd4deL, 0x1f67b3b7a4a44072L,
+      0x78e5c0cc4ee679cbL, 0x2172ffcc7dd05a82L, 0x8e2443f7744608b8L, 0x4c263a81e69035e0L,
+      0xcb00c391bb52283cL, 0xa32e531b8b65d088L, 0x4ef90da297486471L, 0xd8acdea946ef1938L,
+      0x3f349ce33f76faa8L, 0x1d4f0bc7c7bbdcf9L, 0x3159b4cd4be0518aL, 0x647378d9c97e9fc8L};
+  private static final long PRIME64_1 = 0x9E3779B185EBCA87L;
+
   private Xxh3() {}
+
+  /** Whether {@link #hashInts} handles a block of this many tokens (17 to 128 bytes, XXH3's mid-size path). */
+  static boolean handlesInts(int tokens) {
+    return tokens >= 5 && tokens <= 32;
+  }
+
+  /**
+   * XXH3-64 of {@code tokens[offset .. offset+count)} as little-endian u32, for 5 to 32 tokens: the mid-size path
+   * ({@code XXH3_len_17to128_64b}) specialised for int arrays, without the general hasher's dispatch; a 16-token
+   * block is four 128-bit multiplies.
+   */
+  static long hashInts(int[] tokens, int offset, int count, long seed) {
+    int len = count * 4;
+    int last = offset + count; // the input's end, in ints
+    long acc = len * PRIME64_1;
+    if (len > 32) {
+      if (len > 64) {
+        if (len > 96) {
+          acc += mix16(tokens, offset + 12, 12, seed);
+          acc += mix16(tokens, last - 16, 14, seed);
+        }
+        acc += mix16(tokens, offset + 8, 8, seed);
+        acc += mix16(tokens, last - 12, 10, seed);
+      }
+      acc += mix16(tokens, offset + 4, 4, seed);
+      acc += mix16(tokens, last - 8, 6, seed);
+    }
+    acc += mix16(tokens, offset, 0, seed);
+    acc += mix16(tokens, last - 4, 2, seed);
+    return avalanche(acc);
+  }
+
+  /** XXH3's mix16B over four ints starting at {@code at}, with secret words {@code secretWord}, +1. */
+  private static long mix16(int[] t, int at, int secretWord, long seed) {
+    long lo = (t[at] & 0xFFFFFFFFL) | ((long) t[at + 1] << 32);
+    long hi = (t[at + 2] & 0xFFFFFFFFL) | ((long) t[at + 3] << 32);
+    return mul128Fold64(lo ^ (SECRET[secretWord] + seed), hi ^ (SECRET[secretWord + 1] - seed));
+  }
 
   /** XXH3-64 of the 16 bytes {@code first LE || second LE} with the given seed. */
   static long hash16(long first, long second, long seed) {

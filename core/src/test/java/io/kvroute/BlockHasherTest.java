@@ -65,6 +65,22 @@ class BlockHasherTest {
   }
 
   @Test
+  void midSizeIntPathEqualsGeneralXxh3ForEveryLength() {
+    SplittableRandom random = new SplittableRandom(11);
+    for (int tokens = 5; tokens <= 32; tokens++) {
+      for (int trial = 0; trial < 200; trial++) {
+        int[] input = new int[tokens + 3];
+        for (int i = 0; i < input.length; i++) {
+          input[i] = random.nextInt();
+        }
+        long seed = trial % 3 == 0 ? BlockHasher.SEED : random.nextLong();
+        assertEquals(LongHashFunction.xx3(seed).hashInts(input, 2, tokens), Xxh3.hashInts(input, 2, tokens, seed),
+            "tokens=" + tokens + " seed=" + seed);
+      }
+    }
+  }
+
+  @Test
   void partialLastBlockIsIgnored() {
     long[] full = FOUR.sequenceHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8});
     long[] partial = FOUR.sequenceHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
