@@ -1,6 +1,7 @@
 package io.kvroute.transport.okhttp;
 
 import static java.lang.System.Logger.Level.DEBUG;
+import static java.lang.System.Logger.Level.INFO;
 import static java.lang.System.Logger.Level.WARNING;
 
 import io.kvroute.Router;
@@ -62,8 +63,9 @@ import org.jspecify.annotations.Nullable;
  * counters kept per worker ({@link #metrics}).
  *
  * <p>Failures (refused connections, timeouts, non-2xx statuses, oversized or malformed responses) are counted by
- * {@link ScrapeFailure}, reported to the {@link ScrapeListener} and logged at DEBUG through {@link System.Logger};
- * they never stop the loop, and the worker keeps its last load.
+ * {@link ScrapeFailure} and reported to the {@link ScrapeListener}; they never stop the loop, and the worker keeps
+ * its last load. Through {@link System.Logger}, a worker's failures are logged at WARNING when they start or change
+ * kind, at DEBUG while they repeat, and its recovery at INFO.
  */
 public final class EngineMetricsScraper implements AutoCloseable {
   /** The default delay between rounds. */
@@ -97,6 +99,8 @@ public final class EngineMetricsScraper implements AutoCloseable {
   private final AtomicInteger state = new AtomicInteger(NEW);
   private final ConcurrentHashMap<WorkerId, EngineMetrics> latest = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<WorkerId, InFlight> inFlight = new ConcurrentHashMap<>();
+  /** Workers whose last scrape failed, and how: failures are logged at WARNING when they start or change. */
+  private final ConcurrentHashMap<WorkerId, ScrapeFailure> failing = new ConcurrentHashMap<>();
   private final LongAdder scrapes = new LongAdder();
   private final LongAdder malformedLines = new LongAdder();
   private final LongAdder[] failures = new LongAdder[ScrapeFailure.values().length];
@@ -288,6 +292,7 @@ public final class EngineMetricsScraper implements AutoCloseable {
       }
     }
     latest.keySet().retainAll(registered);
+    failing.keySet().retainAll(registered);
     return CompletableFuture.allOf(pending.toArray(CompletableFuture[]::new));
   }
 
@@ -298,7 +303,12 @@ public final class EngineMetricsScraper implements AutoCloseable {
 
   private void fail(WorkerId id, ScrapeFailure failure, String detail, @Nullable Throwable cause) {
     failures[failure.ordinal()].increment();
-    logger.log(DEBUG, () -> "scraping " + id + " failed (" + failure + "): " + detail);
+    if (failing.put(id, failure) != failure) {
+      logger.log(WARNING, () -> "scraping the metrics of " + id + " fails (" + failure + "): " + detail
+          + "; the router keeps its last load (logged again when the failure changes)");
+    } else {
+      logger.log(DEBUG, () -> "scraping " + id + " failed (" + failure + "): " + detail);
+    }
     try {
       listener.onScrapeFailed(id, failure, detail, cause);
     } catch (Throwable t) {
@@ -338,6 +348,9 @@ public final class EngineMetricsScraper implements AutoCloseable {
       return;
     }
     latest.put(id, metrics);
+    if (failing.remove(id) != null) {
+      logger.log(INFO, () -> "scraping the metrics of " + id + " works again");
+    }
     if (!router.workers().find(id).isPresent()) {
       latest.remove(id); // removed between the update and the put
     }
