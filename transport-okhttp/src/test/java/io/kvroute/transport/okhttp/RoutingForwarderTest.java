@@ -376,4 +376,71 @@ class RoutingForwarderTest {
       assertEquals(0, solo.pendingPrefillTokens(id));
     }
   }
+  @Test
+  void onlyFailuresBeforeTheRequestWasSentAreRetried() {
+    assertTrue(RoutingForwarder.isConnectFailure(new ConnectException("Failed to connect to /127.0.0.1:1")));
+    assertTrue(RoutingForwarder.isConnectFailure(new java.net.NoRouteToHostException("no route")));
+    assertTrue(RoutingForwarder.isConnectFailure(new java.net.UnknownHostException("vllm-9")));
+    assertTrue(RoutingForwarder.isConnectFailure(new java.net.SocketTimeoutException("Connect timed out")));
+    assertFalse(RoutingForwarder.isConnectFailure(new java.net.SocketTimeoutException("Read timed out")));
+    assertFalse(RoutingForwarder.isConnectFailure(new java.net.SocketTimeoutException(null)));
+    assertFalse(RoutingForwarder.isConnectFailure(new IOException("unexpected end of stream")));
+    assertFalse(RoutingForwarder.isConnectFailure(new java.io.InterruptedIOException("timeout")));
+  }
+
+  /**
+   * Many threads forward at once and end their responses every way there is (read to the end, closed early,
+   * cancelled mid-stream, an unreachable worker on the way); every booking must be released. Seeded.
+   */
+  @Test
+  void concurrentForwardsEndingEveryWayReleaseEveryBooking() throws Exception {
+    WorkerId dead = WorkerId.of("dead-concurrent");
+    router.addWorker(Worker.of(dead, TestSupport.deadEndpoint()));
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(6);
+    try {
+      List<java.util.concurrent.Future<String>> outcomes = new ArrayList<>();
+      for (int t = 0; t < 6; t++) {
+        long seed = 1000 + t;
+        outcomes.add(pool.submit(() -> {
+          java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+          StringBuilder log = new StringBuilder();
+          for (int i = 0; i < 12; i++) {
+            String prompt = words("c" + random.nextInt(4) + "-", 32 + random.nextInt(32));
+            int[] tokens = TOKENIZER.encode(prompt);
+            if (random.nextInt(4) == 0) {
+              pretendCached(dead, tokens, 2); // lures kvAware to the dead worker: a retry follows
+            }
+            int ending = random.nextInt(4);
+            ForwardRequest request = ForwardRequest.newBuilder("/v1/completions", completion(prompt, 8, true))
+                .tokens(tokens).build();
+            ForwardedResponse response = ending == 3 ? forwarder.forwardAsync(request).get(20, TimeUnit.SECONDS)
+                : forwarder.forward(request);
+            try {
+              switch (ending) {
+                case 0, 3 -> response.body().string();
+                case 1 -> response.body().source().readUtf8Line();
+                default -> {
+                  response.body().source().readUtf8Line();
+                  response.cancel();
+                }
+              }
+            } catch (IOException expectedAfterCancel) {
+              // a cancelled call fails its reads
+            } finally {
+              response.close();
+            }
+            log.append(ending);
+          }
+          return log.toString();
+        }));
+      }
+      for (java.util.concurrent.Future<String> outcome : outcomes) {
+        assertEquals(12, outcome.get(60, TimeUnit.SECONDS).length());
+      }
+      assertEquals(0, router.activeRequests(dead));
+    } finally {
+      pool.shutdownNow();
+      router.removeWorker(dead);
+    }
+  }
 }
