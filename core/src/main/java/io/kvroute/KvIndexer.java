@@ -360,6 +360,7 @@ public final class KvIndexer implements KvEventSink {
     int[] depth = scratch.depth;
     int[] gpuDepth = scratch.gpuDepth;
     int[] heads = scratch.heads;
+    int[] next = scratch.next;
     long[] table = this.table;
     int touched = 0;
     int mask = seqHeads.length - 1;
@@ -367,10 +368,17 @@ public final class KvIndexer implements KvEventSink {
       int end = Math.min(count, chunk + GATHER);
       // Gather the chunk's bucket heads and first entries first: these loads are independent of each other, so the
       // CPU overlaps their cache misses instead of waiting for one block's entry before asking for the next one's.
+      // Two rounds: the heads and their entries' links, then the second entries (a chain holds about two).
       long sink = 0;
       for (int i = chunk; i < end; i++) {
-        int e = seqHeads[mix(hashes[i]) & mask];
-        heads[i - chunk] = e;
+        heads[i - chunk] = seqHeads[mix(hashes[i]) & mask];
+      }
+      for (int j = 0; j < end - chunk; j++) {
+        int e = heads[j];
+        next[j] = e == NIL ? NIL : (int) (table[e * STRIDE + LINK] >> 32);
+      }
+      for (int j = 0; j < end - chunk; j++) {
+        int e = next[j];
         if (e != NIL) {
           sink += table[e * STRIDE + SEQ];
         }
@@ -863,6 +871,7 @@ public final class KvIndexer implements KvEventSink {
     int[] gpuDepth = new int[16];
     int[] touched = new int[16];
     final int[] heads = new int[GATHER];
+    final int[] next = new int[GATHER];
     long sink; // keeps the gathering loads from being optimised away
 
     void ensureSlots(int slots) {

@@ -108,7 +108,11 @@ final class LoadTracker {
     }
     liveBlocks[slot] = live;
     if (map.size() > 2 * live + SWEEP_SLACK) {
-      map.long2IntEntrySet().removeIf(e -> e.getIntValue() == 0);
+      if (live == 0) {
+        map.clear(); // keeps the table, so the next burst of bookings does not regrow it
+      } else {
+        map.long2IntEntrySet().removeIf(e -> e.getIntValue() == 0);
+      }
     }
   }
 }
