@@ -112,6 +112,7 @@ class EngineMetricsScraperTest {
         assertEquals(truth.prefixCacheQueries(), m.prefixCacheQueries());
         assertEquals(truth.prefixCacheHits(), m.prefixCacheHits());
         assertEquals(m.toEngineLoad(), router.workers().engineLoad(busyId));
+        assertEquals(idle.snapshot().prefixCacheQueries(), scraper.metrics(idleId).orElseThrow().prefixCacheQueries());
         assertEquals(Map.of(busyId, m, idleId, scraper.metrics(idleId).orElseThrow()), scraper.allMetrics());
         assertEquals(0, scraper.failureCount());
         assertEquals(0, scraper.malformedLineCount());
@@ -257,8 +258,8 @@ class EngineMetricsScraperTest {
         assertTrue(scraper.failureCount(ScrapeFailure.CONNECTION) >= 4);
         assertTrue(scraper.malformedLineCount() == 0, "failed responses do not count lines");
         assertTrue(scraper.scrapeCount() >= 3);
-        assertEquals(new EngineLoad(0, 0, 0.0, router.workers().engineLoad(good).observedAtNanos()),
-            router.workers().engineLoad(good));
+        assertEquals(new EngineLoad(0, 0, sim.snapshot().kvCacheUsage(),
+            router.workers().engineLoad(good).observedAtNanos()), router.workers().engineLoad(good));
         assertTrue(scraper.toString().contains("failures="));
       }
       // The slow worker was skipped while its scrape was in flight, not piled up.
