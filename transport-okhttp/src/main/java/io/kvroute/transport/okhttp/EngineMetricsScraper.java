@@ -60,7 +60,8 @@ import org.jspecify.annotations.Nullable;
  * by {@linkplain Builder#maxResponseBytes a size}. The response is read with a tolerant Prometheus text parser:
  * {@code vllm:num_requests_running} and {@code vllm:num_requests_waiting} are summed over label sets,
  * {@code vllm:kv_cache_usage_perc} (or the older {@code vllm:gpu_cache_usage_perc}) averaged, and the prefix cache
- * counters kept per worker ({@link #metrics}).
+ * counters kept per worker ({@link #metrics}). Engines without vLLM's names are read by SGLang's
+ * ({@code sglang:num_running_reqs}, {@code sglang:num_queue_reqs}, {@code sglang:token_usage}; no prefix counters).
  *
  * <p>Failures (refused connections, timeouts, non-2xx statuses, oversized or malformed responses) are counted by
  * {@link ScrapeFailure} and reported to the {@link ScrapeListener}; they never stop the loop, and the worker keeps
@@ -332,10 +333,10 @@ public final class EngineMetricsScraper implements AutoCloseable {
       return;
     }
     String text = new String(source.readByteArray(), StandardCharsets.UTF_8); // lenient: bad bytes become U+FFFD
-    VllmMetrics.Result result;
+    LoadMetrics.Result result;
     try {
-      result = VllmMetrics.read(id, text, engineLabel, ticker.read());
-    } catch (VllmMetrics.MalformedMetricsException e) {
+      result = LoadMetrics.read(id, text, engineLabel, ticker.read());
+    } catch (LoadMetrics.MalformedMetricsException e) {
       fail(id, ScrapeFailure.MALFORMED, e.getMessage(), null);
       return;
     }

@@ -4,8 +4,11 @@ import io.kvroute.WorkerId;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
-/** Reads the load metrics of vLLM's Prometheus exposition into {@link EngineMetrics}; stateless, thread-safe. */
-final class VllmMetrics {
+/**
+ * Reads the load metrics of vLLM's Prometheus exposition (or SGLang's, when vLLM's are absent) into
+ * {@link EngineMetrics}; stateless, thread-safe.
+ */
+final class LoadMetrics {
   static final String RUNNING = "vllm:num_requests_running";
   static final String WAITING = "vllm:num_requests_waiting";
   static final String KV_CACHE_USAGE = "vllm:kv_cache_usage_perc";
@@ -17,10 +20,15 @@ final class VllmMetrics {
   static final String GPU_PREFIX_QUERIES = "vllm:gpu_prefix_cache_queries_total";
   static final String GPU_PREFIX_HITS = "vllm:gpu_prefix_cache_hits_total";
 
-  private static final Set<String> WANTED = Set.of(RUNNING, WAITING, KV_CACHE_USAGE, GPU_CACHE_USAGE, PREFIX_QUERIES,
-      PREFIX_HITS, GPU_PREFIX_QUERIES, GPU_PREFIX_HITS);
+  /** SGLang's equivalents of running, waiting and the KV cache usage (its token pool usage, 0..1). */
+  static final String SGLANG_RUNNING = "sglang:num_running_reqs";
+  static final String SGLANG_WAITING = "sglang:num_queue_reqs";
+  static final String SGLANG_USAGE = "sglang:token_usage";
 
-  private VllmMetrics() {}
+  private static final Set<String> WANTED = Set.of(RUNNING, WAITING, KV_CACHE_USAGE, GPU_CACHE_USAGE, PREFIX_QUERIES,
+      PREFIX_HITS, GPU_PREFIX_QUERIES, GPU_PREFIX_HITS, SGLANG_RUNNING, SGLANG_WAITING, SGLANG_USAGE);
+
+  private LoadMetrics() {}
 
   /** The metrics read, and how many lines could not be read. */
   record Result(EngineMetrics metrics, int malformedLines) {}
@@ -52,6 +60,9 @@ final class VllmMetrics {
     Sums hits = new Sums();
     Sums oldQueries = new Sums();
     Sums oldHits = new Sums();
+    Sums sgRunning = new Sums();
+    Sums sgWaiting = new Sums();
+    Sums sgUsage = new Sums();
     String rank = Integer.toString(worker.dataParallelRank());
     int malformed = PrometheusText.parse(text, WANTED::contains, sample -> {
       if (engineLabel != null && !rank.equals(sample.labels().get(engineLabel))) {
@@ -66,11 +77,14 @@ final class VllmMetrics {
         case PREFIX_HITS -> hits;
         case GPU_PREFIX_QUERIES -> oldQueries;
         case GPU_PREFIX_HITS -> oldHits;
+        case SGLANG_RUNNING -> sgRunning;
+        case SGLANG_WAITING -> sgWaiting;
+        case SGLANG_USAGE -> sgUsage;
         default -> throw new AssertionError(sample.name());
       };
       sums.add(sample.value());
     });
-    Sums usageSums = usage.count > 0 ? usage : oldUsage;
+    Sums usageSums = usage.count > 0 ? usage : oldUsage.count > 0 ? oldUsage : sgUsage;
     double kvUsage = usageSums.mean(KV_CACHE_USAGE + " (or " + GPU_CACHE_USAGE + ")");
     if (kvUsage > 1 && kvUsage <= 1.0001) {
       kvUsage = 1; // rounding in the engine
@@ -80,8 +94,12 @@ final class VllmMetrics {
     }
     Sums q = queries.count > 0 ? queries : oldQueries;
     Sums h = hits.count > 0 ? hits : oldHits;
-    EngineMetrics metrics = new EngineMetrics(worker, running.count(RUNNING), waiting.count(WAITING), kvUsage,
-        q.counter(), h.counter(), nowNanos);
+    int runningCount = running.count > 0 || sgRunning.count == 0 ? running.count(RUNNING)
+        : sgRunning.count(SGLANG_RUNNING);
+    int waitingCount = waiting.count > 0 || sgWaiting.count == 0 ? waiting.count(WAITING)
+        : sgWaiting.count(SGLANG_WAITING);
+    EngineMetrics metrics = new EngineMetrics(worker, runningCount, waitingCount, kvUsage, q.counter(), h.counter(),
+        nowNanos);
     return new Result(metrics, malformed);
   }
 
