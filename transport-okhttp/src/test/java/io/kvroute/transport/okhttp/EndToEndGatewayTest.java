@@ -50,7 +50,8 @@ class EndToEndGatewayTest {
     public String toString() {
       return String.format(Locale.ROOT, "%-13s requests=%d hits=%d (%.1f%%) cached tokens=%d/%d (%.1f%%)"
           + " mean time to headers=%.2f ms scrapes=%d per worker=%s", policy, requests, hits, 100.0 * hits / requests,
-          cachedTokens, promptTokens, 100 * cachedRatio(), meanHeadersMillis, scrapes, java.util.Arrays.toString(perWorker));
+          cachedTokens, promptTokens, 100 * cachedRatio(), meanHeadersMillis, scrapes,
+          java.util.Arrays.toString(perWorker));
     }
   }
 

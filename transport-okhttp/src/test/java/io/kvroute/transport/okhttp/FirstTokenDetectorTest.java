@@ -13,7 +13,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 class FirstTokenDetectorTest {
   private static final MediaType SSE = MediaType.get("text/event-stream; charset=utf-8");
-  private static final String ROLE = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+  private static final String ROLE = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\","
+      + "\"choices\":[{\"index\":0,"
       + "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
   private static final String CONTENT = "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w1\"},"
       + "\"finish_reason\":null}]}\n\n";
@@ -60,7 +61,8 @@ class FirstTokenDetectorTest {
   @Test
   void handlesCrlfCommentsAndMultiLineData() {
     FirstTokenDetector detector = FirstTokenDetector.of(SSE);
-    String stream = ": keep-alive\r\n\r\nevent: message\r\ndata: {\"choices\":[{\"delta\":\r\ndata: {\"role\":\"assistant\"}}]}"
+    String stream = ": keep-alive\r\n\r\nevent: message\r\ndata: {\"choices\":[{\"delta\":\r\n"
+        + "data: {\"role\":\"assistant\"}}]}"
         + "\r\n\r\ndata: {\"choices\":[{\"text\":\"x\"}]}\r\n\r\n";
     long at = feed(detector, stream, 5);
     assertEquals(stream.length(), at, "only the last event carries output");

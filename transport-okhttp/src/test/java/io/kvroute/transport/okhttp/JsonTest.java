@@ -27,7 +27,8 @@ class JsonTest {
     expected.put("f", false);
     expected.put("o", Map.of());
     expected.put("a", List.of());
-    assertEquals(expected, Json.parse(" {\"tokens\":[1, 22,333],\"count\":3,\"s\":\"a\\\"b\\\\c\\/\\n\\u00e9\\ud83d\\ude00\","
+    assertEquals(expected, Json.parse(" {\"tokens\":[1, 22,333],\"count\":3,"
+        + "\"s\":\"a\\\"b\\\\c\\/\\n\\u00e9\\ud83d\\ude00\","
         + "\"n\":null,\"d\":-1.5e-3,\"big\":100000000000000000000,\"t\":true,\"f\":false,\"o\":{},\"a\":[]}\r\n"));
     assertEquals(Long.MIN_VALUE, Json.parse("-9223372036854775808"));
     assertNull(Json.parse("null"));

@@ -85,7 +85,8 @@ class LoadMetricsTest {
 
   @Test
   void countsMalformedLinesButKeepsTheRest() throws Exception {
-    LoadMetrics.Result r = LoadMetrics.read(W, "vllm:num_requests_running{a=\"1\"} 2\nvllm:num_requests_running{a=\"2\" 5\n"
+    LoadMetrics.Result r = LoadMetrics.read(W, "vllm:num_requests_running{a=\"1\"} 2\n"
+        + "vllm:num_requests_running{a=\"2\" 5\n"
         + "vllm:num_requests_waiting 1\nvllm:kv_cache_usage_perc 1.00000001\nvllm:prefix_cache_hits_total NaN\n"
         + "vllm:prefix_cache_queries_total 10\n", null, 1);
     assertEquals(1, r.malformedLines());

@@ -96,7 +96,8 @@ class OkHttpTokenizerTest {
     assertEquals(404, unknown.statusCode());
     assertTrue(unknown.getMessage().contains("does not exist"), unknown.getMessage());
     TokenizeException empty = assertThrows(TokenizeException.class,
-        () -> tokenizer.tokenizeRequest(utf8("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}")));
+        () -> tokenizer.tokenizeRequest(
+            utf8("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}")));
     assertEquals(400, empty.statusCode());
   }
 

@@ -36,7 +36,8 @@ class OpenAiBodiesTest {
   @ParameterizedTest
   @ValueSource(strings = {"", "[]", "{}", "{\"prompt\":\"a\",\"messages\":[]}", "{\"prompt\":[\"a\",\"b\"]}",
       "{\"prompt\":[[1],[2]]}", "{\"prompt\":[1,-2]}", "{\"prompt\":[1,2.5]}", "{\"prompt\":[4294967296]}",
-      "{\"prompt\":[]}", "{\"prompt\":7}", "{\"messages\":[]}", "{\"messages\":[1]}", "{\"messages\":[{\"content\":\"x\"}]}",
+      "{\"prompt\":[]}", "{\"prompt\":7}", "{\"messages\":[]}", "{\"messages\":[1]}",
+      "{\"messages\":[{\"content\":\"x\"}]}",
       "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{}}]}]}",
       "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "{\"model\":1,\"prompt\":\"x\"}", "{\"prompt\":\"x\",}"})
   void refusesWhatCannotBeRouted(String body) {
@@ -46,10 +47,12 @@ class OpenAiBodiesTest {
   @Test
   void tokenizeResponsesAreReadStrictly() throws Exception {
     assertArrayEquals(new int[] {1, 2, 3}, OkHttpTokenizer.parseTokens(
-        "{\"count\":3,\"max_model_len\":8192,\"tokens\":[1,2,3],\"token_strs\":null}".getBytes(StandardCharsets.UTF_8)));
+        "{\"count\":3,\"max_model_len\":8192,\"tokens\":[1,2,3],\"token_strs\":null}"
+            .getBytes(StandardCharsets.UTF_8)));
     assertArrayEquals(new int[0], OkHttpTokenizer.parseTokens("{\"tokens\":[]}".getBytes(StandardCharsets.UTF_8)));
     for (String bad : List.of("", "[1,2]", "{\"count\":1}", "{\"tokens\":[1,\"2\"]}", "{\"tokens\":[1.0]}",
-        "{\"tokens\":[-1]}", "{\"tokens\":[2147483648]}", "{\"tokens\":[1],\"count\":2}", "{\"tokens\":[1],\"count\":\"1\"}",
+        "{\"tokens\":[-1]}", "{\"tokens\":[2147483648]}", "{\"tokens\":[1],\"count\":2}",
+        "{\"tokens\":[1],\"count\":\"1\"}",
         "{\"tokens\":[1]} trailing", "{\"tokens\":null}")) {
       TokenizeException e = assertThrows(TokenizeException.class,
           () -> OkHttpTokenizer.parseTokens(bad.getBytes(StandardCharsets.UTF_8)), bad);

@@ -135,7 +135,8 @@ class PrometheusTextTest {
 
   @ParameterizedTest
   @ValueSource(strings = {
-      "m{a=\"b\" 1", "m{a=b} 1", "m{a=\"b\"}1", "{} 1", "m 1 2 3", "m 1d", "m 0x1p3", "9m 1", "m", "m{a=\"1\",a=\"2\"} 1",
+      "m{a=\"b\" 1", "m{a=b} 1", "m{a=\"b\"}1", "{} 1", "m 1 2 3", "m 1d", "m 0x1p3", "9m 1", "m",
+      "m{a=\"1\",a=\"2\"} 1",
       "m{a=\"unterminated} 1", "m 1 notatime", "m-1 2", "m{=\"x\"} 1", "m +", "\u0000\u0001 1", "m{a=\"x\"}"})
   void countsAndSkipsMalformedLines(String line) {
     List<PrometheusText.Sample> samples = new ArrayList<>();
