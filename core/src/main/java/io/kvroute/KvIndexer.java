@@ -90,6 +90,7 @@ public final class KvIndexer implements KvEventSink {
   private int slotHighWater;
 
   private long[] sortScratch = new long[64];
+  private long prefetchSink; // keeps prefetching loads from being optimised away
   private long storedBlocks;
   private long removedBlocks;
   private long orphanBlocks;
@@ -218,6 +219,7 @@ public final class KvIndexer implements KvEventSink {
         previous = table[parent * STRIDE + SEQ];
       }
     }
+    prefetchEngineChains(slotTier, hashes);
     int orphans = 0;
     int[] tokens = event.tokenIds();
     for (int i = 0; i < blocks; i++) {
@@ -244,6 +246,21 @@ public final class KvIndexer implements KvEventSink {
       orphanBlocks += orphans;
       listener.onOrphanBlocks(worker, orphans);
     }
+  }
+
+  /**
+   * Touches the engine-hash buckets of all of an event's blocks, and their first entries, before they are applied
+   * one by one: independent loads whose cache misses overlap, where the upserts would wait for each in turn.
+   */
+  private void prefetchEngineChains(int slotTier, long[] hashes) {
+    long sink = 0;
+    for (int i = 0; i < hashes.length; i++) {
+      int e = engHeads[engineBucket(slotTier, hashes[i])];
+      if (e != NIL) {
+        sink += table[e * STRIDE + ENG];
+      }
+    }
+    prefetchSink = sink;
   }
 
   private @Nullable String validate(KvEvent.BlockStored event, boolean tokenless) {
