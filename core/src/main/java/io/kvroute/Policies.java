@@ -179,6 +179,7 @@ final class Policies {
 
   static final class CacheAffinity implements RouterPolicy {
     private static final double PLACEMENT_DECAY = 0.98;
+    private static final long FRESH_LOAD_NANOS = 2_000_000_000L; // engine reports older than this are ignored
     private final CacheAffinityConfig config;
     // Decayed count of new prefixes placed on each worker; guarded by `this` (the router also serializes calls).
     private final Object2DoubleOpenHashMap<WorkerId> placements = new Object2DoubleOpenHashMap<>();
@@ -241,14 +242,19 @@ final class Policies {
     }
 
     /**
-     * Whether candidate {@code i} carries {@code (1 + loadFactor)} times the others' mean active requests plus one
-     * (the plus one lets an idle cluster gather a new prefix's first requests). Comparing with the others rather
-     * than the overall mean keeps the bound meaningful when there are few workers.
+     * Whether candidate {@code i} is overloaded: its engine recently reported waiting requests, or it carries
+     * {@code (1 + loadFactor)} times the others' mean active requests plus one (the plus one lets an idle cluster
+     * gather a new prefix's first requests). Comparing with the others rather than the overall mean keeps the bound
+     * meaningful when there are few workers.
      */
     private boolean overloaded(Candidates c, int i, long totalActive) {
       int n = c.size();
       if (n == 1) {
         return false;
+      }
+      EngineLoad engine = c.engineLoad(i);
+      if (engine != null && engine.waiting() > 0 && c.nowNanos() - engine.observedAtNanos() < FRESH_LOAD_NANOS) {
+        return true; // the engine itself queues requests: its batch or cache is full
       }
       double othersMean = (double) (totalActive - c.activeRequests(i)) / (n - 1);
       return c.activeRequests(i) >= (1 + config.loadFactor()) * (othersMean + 1);

@@ -87,8 +87,9 @@ public interface RouterPolicy {
    * cascade"): a request goes to the worker holding, or currently computing, most of its prompt unless that worker
    * is overloaded; a prefix nobody holds goes to the worker that has taken the fewest new prefixes lately (ties by
    * rendezvous hashing of the prefix), so prefixes spread evenly over the caches instead of being copied into
-   * several. Only workers above {@code (1 + loadFactor) x} the average active requests are passed over, as in
-   * consistent hashing with bounded loads (Mirrokni, Thorup and Zadimoghaddam, 2018).
+   * several. Only overloaded workers are passed over: those whose engine reported waiting requests in the last two
+   * seconds, or with {@code (1 + loadFactor)} times the others' mean active requests plus one, as in consistent
+   * hashing with bounded loads (Mirrokni, Thorup and Zadimoghaddam, 2018).
    */
   static RouterPolicy cacheAffinity() {
     return cacheAffinity(CacheAffinityConfig.DEFAULT);

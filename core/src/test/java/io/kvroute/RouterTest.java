@@ -324,6 +324,24 @@ class RouterTest {
   }
 
   @Test
+  void cacheAffinityAvoidsAHolderWhoseEngineQueues() {
+    Router router = router(RouterPolicy.cacheAffinity(), A, B);
+    int[] prefix = Fixtures.prompt(600, 512);
+    router.eventSink().apply(A, Fixtures.storedFor(prefix, 16, 1));
+    try (Routing r = router.select(Fixtures.concat(prefix, Fixtures.prompt(601, 40)))) {
+      assertEquals(A, r.workerId());
+    }
+    router.updateLoad(A, new EngineLoad(8, 3, 0.99, ticker.read()));
+    try (Routing r = router.select(Fixtures.concat(prefix, Fixtures.prompt(602, 40)))) {
+      assertEquals(B, r.workerId(), "A's engine queues requests");
+    }
+    ticker.advance(Duration.ofSeconds(3));
+    try (Routing r = router.select(Fixtures.concat(prefix, Fixtures.prompt(603, 40)))) {
+      assertEquals(A, r.workerId(), "a stale report is ignored");
+    }
+  }
+
+  @Test
   void builderRejectsBadArgumentsByName() {
     assertTrue(assertThrows(IllegalArgumentException.class, () -> Router.newBuilder().blockSize(0))
         .getMessage().contains("blockSize"));
