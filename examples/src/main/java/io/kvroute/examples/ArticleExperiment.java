@@ -179,6 +179,7 @@ public final class ArticleExperiment {
           .requests(options.requests)
           .workload(workload)
           .eventDelay(Duration.ofNanos(options.eventDelayNanos))
+          .loadReportInterval(Duration.ofNanos(options.loadReportNanos))
           .router(ticker -> Router.newBuilder().policy(policy.get()).ticker(ticker).randomSeed(seed).build())
           .build()
           .run();
@@ -306,6 +307,8 @@ public final class ArticleExperiment {
         "  --blocks 585             KV cache blocks per worker (16 tokens each)",
         "  --output-tokens 128      output tokens per request",
         "  --event-delay-ms 2       KV event delivery delay (virtual time)",
+        "  --load-report-ms 0       report engine load (running, waiting, KV use) to the router this often, as a",
+        "                           metrics scraper would (virtual time; 0 = never)",
         "  --seed 1                 seed of the first run",
         "  --overlap-weight 1.0     the KV-aware cost's overlap weight (Dynamo's default 1.0)",
         "  --trace FILE             replay a Mooncake JSONL trace instead (open loop; --blocks defaults to 65536:",
@@ -322,6 +325,7 @@ public final class ArticleExperiment {
     int blocks = SimEngineConfig.DEFAULT_NUM_BLOCKS;
     int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
     long eventDelayNanos = Simulation.DEFAULT_EVENT_DELAY.toNanos();
+    long loadReportNanos;
     long seed = 1;
     double overlapWeight = KvAwareConfig.DEFAULT.overlapWeight();
     boolean blocksSet;
@@ -382,6 +386,13 @@ public final class ArticleExperiment {
             o.timeScale = scale;
           }
           case "--output-tokens" -> o.outputTokens = positive(value, arg);
+          case "--load-report-ms" -> {
+            double ms = Double.parseDouble(value);
+            if (!(ms >= 0)) {
+              throw new IllegalArgumentException("--load-report-ms must not be negative but was " + value);
+            }
+            o.loadReportNanos = Math.round(ms * 1e6);
+          }
           case "--event-delay-ms" -> {
             double ms = Double.parseDouble(value);
             if (!(ms >= 0)) {
