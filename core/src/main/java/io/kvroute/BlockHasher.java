@@ -47,10 +47,14 @@ public final class BlockHasher {
    * @throws IllegalArgumentException if {@code blockSize} is not positive
    */
   public static BlockHasher of(int blockSize) {
+    return new BlockHasher(requireBlockSize(blockSize));
+  }
+
+  static int requireBlockSize(int blockSize) {
     if (blockSize <= 0) {
       throw new IllegalArgumentException("blockSize must be positive but was " + blockSize);
     }
-    return new BlockHasher(blockSize);
+    return blockSize;
   }
 
   /** The number of tokens per block. */

@@ -924,10 +924,7 @@ public final class KvIndexer implements KvEventSink {
      * @throws IllegalArgumentException if not positive
      */
     public Builder blockSize(int blockSize) {
-      if (blockSize <= 0) {
-        throw new IllegalArgumentException("blockSize must be positive but was " + blockSize);
-      }
-      this.blockSize = blockSize;
+      this.blockSize = BlockHasher.requireBlockSize(blockSize);
       return this;
     }
 

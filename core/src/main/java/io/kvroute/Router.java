@@ -328,30 +328,23 @@ public final class Router {
 
   /** Active requests the router has booked on a worker (0 if unknown). */
   public int activeRequests(WorkerId id) {
-    admission.lock();
-    try {
-      for (WorkerRegistry.WorkerState s : registry.states()) {
-        if (s.worker.id().equals(id)) {
-          drainReleases();
-          load.ensureSlot(s.slot);
-          return load.activeRequests(s.slot);
-        }
-      }
-      return 0;
-    } finally {
-      admission.unlock();
-    }
+    return (int) bookedLoad(id, true);
   }
 
   /** Pending prefill tokens the router has booked on a worker (0 if unknown). */
   public long pendingPrefillTokens(WorkerId id) {
+    return bookedLoad(id, false);
+  }
+
+  private long bookedLoad(WorkerId id, boolean requests) {
+    Objects.requireNonNull(id, "id");
     admission.lock();
     try {
+      drainReleases();
       for (WorkerRegistry.WorkerState s : registry.states()) {
         if (s.worker.id().equals(id)) {
-          drainReleases();
           load.ensureSlot(s.slot);
-          return load.prefillTokens(s.slot);
+          return requests ? load.activeRequests(s.slot) : load.prefillTokens(s.slot);
         }
       }
       return 0;
@@ -481,10 +474,7 @@ public final class Router {
      * @throws IllegalArgumentException if not positive
      */
     public Builder blockSize(int blockSize) {
-      if (blockSize <= 0) {
-        throw new IllegalArgumentException("blockSize must be positive but was " + blockSize);
-      }
-      this.blockSize = blockSize;
+      this.blockSize = BlockHasher.requireBlockSize(blockSize);
       return this;
     }
 
