@@ -6,7 +6,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The workers a request may go to, with what the router knows about each; not thread-safe, and valid only during
- * the {@link RouterPolicy#select} call it is passed to (the router reuses it).
+ * the {@link RouterPolicy#select} call it is passed to (the router reuses one per selecting thread).
  *
  * <p>Loads are the router's own bookings: {@link #prefillTokens} counts prompt tokens of routed requests that have
  * not produced their first token yet; {@link #decodeBlocks} projects the blocks the worker would hold with this
@@ -34,21 +34,23 @@ public final class Candidates {
 
   Candidates() {}
 
-  void reset(RouteRequest request, int requestTokens, int blockSize, long[] hashes, SplittableRandom random,
-      long nowNanos) {
+  void reset(RouteRequest request, int requestTokens, int blockSize, long[] hashes) {
     this.size = 0;
     this.hashes = hashes;
     this.request = request;
     this.requestTokens = requestTokens;
     this.blockSize = blockSize;
     this.requestBlocks = requestTokens / blockSize;
+  }
+
+  /** Called under the router's admission lock, before the loads are filled in. */
+  void admit(SplittableRandom random, long nowNanos) {
     this.random = random;
     this.nowNanos = nowNanos;
   }
 
-  void add(Worker worker, int overlapBlocks, int gpuOverlapBlocks, int activeOverlapBlocks, long prefillTokens,
-      long decodeBlocks,
-      int activeRequests, long cachedBlocks, @Nullable EngineLoad load) {
+  /** Adds a candidate with what the index knows; its loads are filled in under the admission lock. */
+  void add(Worker worker, int overlapBlocks, int gpuOverlapBlocks, long cachedBlocks, @Nullable EngineLoad load) {
     if (size == workers.length) {
       int n = size * 2;
       workers = Arrays.copyOf(workers, n);
@@ -66,19 +68,24 @@ public final class Candidates {
     workers[i] = worker;
     overlap[i] = overlapBlocks;
     gpuOverlap[i] = gpuOverlapBlocks;
+    cached[i] = cachedBlocks;
+    engineLoads[i] = load;
+    costs[i] = Double.NaN;
+  }
+
+  /** Sets candidate {@code i}'s booked loads; under the admission lock. */
+  void setLoad(int i, int activeOverlapBlocks, long prefillTokens, long decodeBlocks, int activeRequests) {
     activeOverlap[i] = activeOverlapBlocks;
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
-    cached[i] = cachedBlocks;
-    engineLoads[i] = load;
-    costs[i] = Double.NaN;
   }
 
   void clear() {
     Arrays.fill(workers, 0, size, null);
     Arrays.fill(engineLoads, 0, size, null);
     request = null;
+    random = null;
     size = 0;
   }
 

@@ -60,8 +60,6 @@ public final class Router {
   private final ReentrantLock admission = new ReentrantLock();
   private final SplittableRandom random;
   private final LoadTracker load = new LoadTracker();
-  private final Candidates candidates = new Candidates();
-  private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
   private final ArrayDeque<Routing> bookings = new ArrayDeque<>();
   private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
   private final ArrayDeque<Prediction> predictions = new ArrayDeque<>();
@@ -174,75 +172,89 @@ public final class Router {
   private Routing admit(RouteRequest request, long[] hashes, int count, SelectScratch scratch) {
     int[] tokens = request.tokens();
     WorkerRegistry.WorkerState[] states = registry.states();
-    admission.lock();
+    Candidates candidates = scratch.candidates;
+    WorkerRegistry.WorkerState[] candidateStates = scratch.candidateStates(states.length);
     try {
-      long now = ticker.read();
-      drainReleases();
-      expire(now);
-      drainReleases();
-      candidates.reset(request, tokens.length, blockSize, hashes, random, now);
-      Set<WorkerId> allowed = request.allowedWorkers();
-      int n = 0;
-      for (WorkerRegistry.WorkerState state : states) {
-        Worker worker = state.worker;
-        if (!state.registered || (allowed != null && !allowed.contains(worker.id()))
-            || !worker.serves(request.model(), request.loraName())) {
-          continue;
-        }
-        int slot = state.slot;
-        int overlap = depth(scratch.main.depth, slot);
-        int gpuOverlap = depth(scratch.main.gpuDepth, slot);
-        long cached = indexer.entriesOfSlot(slot);
-        if (predicted != null) {
-          overlap = Math.max(overlap, depth(scratch.predicted.depth, state.predictedSlot));
-          gpuOverlap = Math.max(gpuOverlap, depth(scratch.predicted.gpuDepth, state.predictedSlot));
-          cached += predicted.entriesOfSlot(state.predictedSlot);
-        }
-        load.ensureSlot(slot);
-        int activeOverlap = load.activeDepth(slot, hashes, count);
-        long decode = load.activeBlocks(slot) + count - activeOverlap;
-        candidates.add(worker, overlap, gpuOverlap, activeOverlap, load.prefillTokens(slot), decode,
-            load.activeRequests(slot), cached, state.engineLoad);
-        if (n == candidateStates.length) {
-          candidateStates = java.util.Arrays.copyOf(candidateStates, n * 2);
-        }
-        candidateStates[n++] = state;
-      }
+      // What the index says is gathered before the admission lock: only the bookings need it.
+      int n = gatherCandidates(request, states, scratch, candidateStates);
       if (n == 0) {
         listener.onNoWorker(request);
         throw new NoWorkerAvailableException(states.length == 0 ? "no workers are registered"
             : "none of the " + states.length + " registered workers may serve this request");
       }
-      int choice = policy.select(candidates);
-      if (choice < 0 || choice >= n) {
-        throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
+      admission.lock();
+      try {
+        long now = ticker.read();
+        drainReleases();
+        expire(now);
+        drainReleases();
+        candidates.admit(random, now);
+        for (int i = 0; i < n; i++) {
+          int slot = candidateStates[i].slot;
+          load.ensureSlot(slot);
+          int activeOverlap = load.activeDepth(slot, hashes, count);
+          candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
+              load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot));
+        }
+        int choice = policy.select(candidates);
+        if (choice < 0 || choice >= n) {
+          throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
+        }
+        WorkerRegistry.WorkerState chosen = candidateStates[choice];
+        int matched = candidates.overlapBlocks(choice);
+        long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
+        long[] booked = pool.take(count);
+        System.arraycopy(hashes, 0, booked, 0, count);
+        load.book(chosen.slot, uncached, booked, count);
+        if (predicted != null && count > 0) {
+          predict(chosen, booked, count, now);
+        }
+        List<CandidateScore> explanation = request.explain() ? explain(candidates, n, choice) : List.of();
+        Routing routing = new Routing(this, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
+            tokens.length, uncached, now, booked, count, policy.name(), explanation);
+        bookings.addLast(routing);
+        return routing;
+      } finally {
+        admission.unlock();
       }
-      WorkerRegistry.WorkerState chosen = candidateStates[choice];
-      int matched = candidates.overlapBlocks(choice);
-      long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
-      long[] booked = pool.take(count);
-      System.arraycopy(hashes, 0, booked, 0, count);
-      load.book(chosen.slot, uncached, booked, count);
-      if (predicted != null && count > 0) {
-        predict(chosen, booked, count, now);
-      }
-      List<CandidateScore> explanation = request.explain() ? explain(n, choice) : List.of();
-      Routing routing = new Routing(this, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
-          tokens.length, uncached, now, booked, count, policy.name(), explanation);
-      bookings.addLast(routing);
-      return routing;
     } finally {
       candidates.clear();
       java.util.Arrays.fill(candidateStates, null);
-      admission.unlock();
     }
+  }
+
+  private int gatherCandidates(RouteRequest request, WorkerRegistry.WorkerState[] states, SelectScratch scratch,
+      WorkerRegistry.WorkerState[] candidateStates) {
+    Candidates candidates = scratch.candidates;
+    candidates.reset(request, request.tokens().length, blockSize, scratch.hashes);
+    Set<WorkerId> allowed = request.allowedWorkers();
+    int n = 0;
+    for (WorkerRegistry.WorkerState state : states) {
+      Worker worker = state.worker;
+      if (!state.registered || (allowed != null && !allowed.contains(worker.id()))
+          || !worker.serves(request.model(), request.loraName())) {
+        continue;
+      }
+      int slot = state.slot;
+      int overlap = depth(scratch.main.depth, slot);
+      int gpuOverlap = depth(scratch.main.gpuDepth, slot);
+      long cached = indexer.entriesOfSlot(slot);
+      if (predicted != null) {
+        overlap = Math.max(overlap, depth(scratch.predicted.depth, state.predictedSlot));
+        gpuOverlap = Math.max(gpuOverlap, depth(scratch.predicted.gpuDepth, state.predictedSlot));
+        cached += predicted.entriesOfSlot(state.predictedSlot);
+      }
+      candidates.add(worker, overlap, gpuOverlap, cached, state.engineLoad);
+      candidateStates[n++] = state;
+    }
+    return n;
   }
 
   private static int depth(int[] depths, int slot) {
     return slot >= 0 && slot < depths.length ? depths[slot] : 0;
   }
 
-  private List<CandidateScore> explain(int n, int choice) {
+  private static List<CandidateScore> explain(Candidates candidates, int n, int choice) {
     List<CandidateScore> scores = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       scores.add(new CandidateScore(candidates.worker(i).id(), candidates.overlapBlocks(i),
@@ -444,8 +456,17 @@ public final class Router {
   /** Per-thread buffers for one selection. */
   private static final class SelectScratch {
     private long[] hashes = new long[256];
+    private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
+    final Candidates candidates = new Candidates();
     final KvIndexer.MatchScratch main = new KvIndexer.MatchScratch();
     final KvIndexer.MatchScratch predicted = new KvIndexer.MatchScratch();
+
+    WorkerRegistry.WorkerState[] candidateStates(int workers) {
+      if (candidateStates.length < workers) {
+        candidateStates = new WorkerRegistry.WorkerState[Math.max(workers, candidateStates.length * 2)];
+      }
+      return candidateStates;
+    }
 
     long[] hashes(int blocks) {
       if (hashes.length < blocks) {
