@@ -381,8 +381,8 @@ public final class KvIndexer implements KvEventSink {
     long[] table = this.table;
     int touched = 0;
     int mask = seqHeads.length - 1;
-    for (int chunk = 0; chunk < count; chunk += GATHER) {
-      int end = Math.min(count, chunk + GATHER);
+    // Block 0 alone first, so that a miss costs one lookup; then chunks of GATHER blocks.
+    for (int chunk = 0, end = Math.min(count, 1); chunk < count; chunk = end, end = Math.min(count, end + GATHER)) {
       // Gather the chunk's bucket heads and first entries first: these loads are independent of each other, so the
       // CPU overlaps their cache misses instead of waiting for one block's entry before asking for the next one's.
       // Two rounds: the heads and their entries' links, then the second entries (a chain holds about two).
