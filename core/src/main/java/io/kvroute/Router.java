@@ -41,6 +41,7 @@ public final class Router {
   /** Bookings never closed are released after this long by default (Dynamo uses 300 s). */
   public static final Duration DEFAULT_BOOKING_TIMEOUT = Duration.ofMinutes(5);
   private static final int MAX_OPEN_BOOKINGS = 1 << 20;
+  private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
   private static final ThreadLocal<SelectScratch> SCRATCH = ThreadLocal.withInitial(SelectScratch::new);
 
   private final int blockSize;
@@ -182,7 +183,7 @@ public final class Router {
         throw new NoWorkerAvailableException(states.length == 0 ? "no workers are registered"
             : "none of the " + states.length + " registered workers may serve this request");
       }
-      admission.lock();
+      lockAdmission();
       try {
         long now = ticker.read();
         drainReleases();
@@ -248,6 +249,20 @@ public final class Router {
       candidateStates[n++] = state;
     }
     return n;
+  }
+
+  /**
+   * Takes the admission lock, spinning briefly first: it is held for about a microsecond, much less than parking
+   * and waking a thread costs, so a selection that finds it taken usually gets it by waiting a moment.
+   */
+  private void lockAdmission() {
+    for (int spins = 0; spins < ADMISSION_SPINS; spins++) {
+      if (admission.tryLock()) {
+        return;
+      }
+      Thread.onSpinWait();
+    }
+    admission.lock();
   }
 
   private static int depth(int[] depths, int slot) {
