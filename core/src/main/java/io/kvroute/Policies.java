@@ -242,9 +242,9 @@ final class Policies {
     }
 
     /**
-     * Whether candidate {@code i} is overloaded: its engine recently reported waiting requests, or it carries
-     * {@code (1 + loadFactor)} times the others' mean active requests plus one (the plus one lets an idle cluster
-     * gather a new prefix's first requests). Comparing with the others rather than the overall mean keeps the bound
+     * Whether candidate {@code i} is overloaded: its engine recently reported waiting requests, its cache could not
+     * hold what its active requests pin plus this request, or it carries {@code (1 + loadFactor)} times the others'
+     * mean active requests plus one (the plus one lets an idle cluster gather a new prefix's first requests). Comparing with the others rather than the overall mean keeps the bound
      * meaningful when there are few workers.
      */
     private boolean overloaded(Candidates c, int i, long totalActive) {
@@ -255,6 +255,11 @@ final class Policies {
       EngineLoad engine = c.engineLoad(i);
       if (engine != null && engine.waiting() > 0 && c.nowNanos() - engine.observedAtNanos() < FRESH_LOAD_NANOS) {
         return true; // the engine itself queues requests: its batch or cache is full
+      }
+      // Its cache could not hold the blocks its active requests pin plus this request's: the request would wait for
+      // memory there. Once a worker has filled, its cached tree size stands for its capacity (engines evict beyond).
+      if (c.cachedBlocks(i) >= 2L * c.requestBlocks() && c.decodeBlocks(i) > c.cachedBlocks(i)) {
+        return true;
       }
       double othersMean = (double) (totalActive - c.activeRequests(i)) / (n - 1);
       return c.activeRequests(i) >= (1 + config.loadFactor()) * (othersMean + 1);

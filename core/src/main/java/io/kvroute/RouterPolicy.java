@@ -88,8 +88,9 @@ public interface RouterPolicy {
    * is overloaded; a prefix nobody holds goes to the worker that has taken the fewest new prefixes lately (ties by
    * rendezvous hashing of the prefix), so prefixes spread evenly over the caches instead of being copied into
    * several. Only overloaded workers are passed over: those whose engine reported waiting requests in the last two
-   * seconds, or with {@code (1 + loadFactor)} times the others' mean active requests plus one, as in consistent
-   * hashing with bounded loads (Mirrokni, Thorup and Zadimoghaddam, 2018).
+   * seconds, those whose active requests would pin more blocks than their cache holds (its cached tree size, once
+   * filled), and those with {@code (1 + loadFactor)} times the others' mean active requests plus one, as in
+   * consistent hashing with bounded loads (Mirrokni, Thorup and Zadimoghaddam, 2018).
    */
   static RouterPolicy cacheAffinity() {
     return cacheAffinity(CacheAffinityConfig.DEFAULT);
