@@ -171,6 +171,7 @@ public final class WorkerRegistry {
     volatile boolean eventSeen;
     // Whether the router scores this worker by its own predictions rather than the KV index.
     volatile boolean approximate = true;
+    boolean approximateLogged; // racy: at worst the approximate-mode notice is logged twice
 
     WorkerState(Worker worker, int slot, int predictedSlot, long generation, WorkerHealth health) {
       this.worker = worker;
