@@ -66,6 +66,10 @@ final class Admission {
     lock.unlock();
   }
 
+  boolean heldByCurrentThread() {
+    return lock.isHeldByCurrentThread();
+  }
+
   HealthReports health() {
     return health;
   }

@@ -617,6 +617,10 @@ public final class Router {
     }
   }
 
+  boolean admissionHeldByCurrentThread() {
+    return admission.heldByCurrentThread();
+  }
+
   int openBookings() {
     admission.lock();
     try {
