@@ -352,7 +352,6 @@ public final class Router {
       throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
     }
     WorkerRegistry.WorkerState chosen = candidateStates[choice];
-    boolean probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe();
     int matched = candidates.overlapBlocks(choice);
     int[] tokens = request.tokens();
     long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
@@ -362,7 +361,8 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
-    routing.probe = probe;
+    // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
+    routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
     if (!admission.book(routing)) {
       throw new IllegalStateException("worker " + chosen.worker.id() + " lost its slot under the admission lock");
     }
