@@ -169,6 +169,27 @@ class WorkerHealthTest {
   }
 
   @Test
+  void aWorkerHealthyForTheLongestBackoffStartsAgainFromTheFirstBackoff() {
+    Router router = router(A, B);
+    for (int round = 0; round < 3; round++) { // three ejections in a row: 1 s, 2 s, 4 s
+      for (int i = 0; i < 3; i++) {
+        router.reportFailure(A, FailureKind.CONNECT_FAILED);
+      }
+      ticker.advance(Duration.ofSeconds(1L << round));
+      router.reportSuccess(A);
+      assertEquals(HealthState.HEALTHY, router.health(A), "round " + round);
+    }
+    ticker.advance(Router.DEFAULT_MAX_BACKOFF);
+    router.reportSuccess(A); // healthy for 30 s: the ejection count is forgotten
+    for (int i = 0; i < 3; i++) {
+      router.reportFailure(A, FailureKind.CONNECT_FAILED);
+    }
+    ticker.advance(Duration.ofSeconds(1));
+    router.reportSuccess(A);
+    assertEquals(HealthState.HEALTHY, router.health(A), "back to the 1 s backoff");
+  }
+
+  @Test
   void firstTokenOfAProbeReadmitsTheWorker() {
     Router router = router(A);
     for (int i = 0; i < 3; i++) {
