@@ -744,7 +744,7 @@ public final class Router {
      * {@link InvalidRouteRequestException} ({@link InvalidRouteRequestException.Reason#PROMPT_TOO_LONG}). The
      * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), is at least the context window of the models
      * engines commonly serve, so no prompt an engine could accept is refused, while it bounds the work one
-     * selection does under the admission lock (a few milliseconds at most).
+     * selection does under the admission lock (about 0.4 ms at the limit).
      *
      * @param maxPromptTokens the bound
      * @return this builder
