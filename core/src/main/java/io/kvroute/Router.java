@@ -742,9 +742,9 @@ public final class Router {
     /**
      * The longest prompt {@link Router#select} accepts, in tokens; longer ones are rejected with
      * {@link InvalidRouteRequestException} ({@link InvalidRouteRequestException.Reason#PROMPT_TOO_LONG}). The
-     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), is at least the context window of the models
-     * engines commonly serve, so no prompt an engine could accept is refused, while it bounds the work one
-     * selection does under the admission lock (about 0.4 ms at the limit).
+     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), covers the context windows of the models engines
+     * commonly serve (up to 1M tokens; raise it for longer ones), while it bounds the work one selection does under
+     * the admission lock (about 0.4 ms at the limit) and the memory its booking holds.
      *
      * @param maxPromptTokens the bound
      * @return this builder
