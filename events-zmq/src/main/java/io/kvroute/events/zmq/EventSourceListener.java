@@ -26,6 +26,16 @@ public interface EventSourceListener {
     REPLAY_FAILED,
     /** The worker was removed from the subscriber. */
     REMOVED,
+    /**
+     * The connection was lost and renewed, and whether the engine is still the same one could not be checked (no
+     * replay endpoint, or replays cooling down after a failure): a restarted engine would look the same.
+     */
+    RECONNECTED,
+    /**
+     * A replay was to show that the engine is the one whose batches were applied, but none of them could be
+     * compared (for example right after a skipped batch).
+     */
+    UNVERIFIED,
     /** The engine stayed disconnected longer than the stale and purge times together. */
     DISCONNECTED,
     /**

@@ -4,7 +4,6 @@ import io.kvroute.Ticker;
 import io.kvroute.events.zmq.EventSourceListener.PurgeReason;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import net.openhft.hashing.LongHashFunction;
 
@@ -76,7 +75,8 @@ final class StreamCursor {
     }
   }
 
-  private record Pending(long seq, byte[] payload) {}
+  /** A held live batch and the number of replay requests sent before it arrived. */
+  private record Pending(long seq, byte[] payload, int request) {}
 
   private final Settings settings;
   private final Ticker ticker;
@@ -96,10 +96,13 @@ final class StreamCursor {
   private long replayDeadline;
   private long replayFirstSeq = NONE;
   private int replayBatches;
+  private int replayVerified; // applied batches this replay showed unchanged
   private long stuckAt = NONE;
   private int stuckCount;
-  private long lastEvidence;
   private boolean overflowed;
+  private boolean probing; // a probe for the batch before a stall is in flight
+  private boolean probeAnswered;
+  private int requests; // replay requests sent, to tell held batches received before the last one
 
   private final List<Pending> buffered = new ArrayList<>();
   private long bufferedBytes;
@@ -107,6 +110,7 @@ final class StreamCursor {
   private boolean failing;
   private boolean verifyNext;
   private volatile boolean purged;
+  private int epoch; // restarts detected
 
   private volatile long disconnectedSince;
   private volatile boolean stale;
@@ -125,6 +129,7 @@ final class StreamCursor {
   volatile long skippedBatches;
   volatile long bufferOverflows;
   volatile long malformedReplies;
+  volatile long strayBatches;
 
   StreamCursor(Settings settings, Ticker ticker, Output out) {
     this.settings = settings;
@@ -186,10 +191,24 @@ final class StreamCursor {
   }
 
   void onDisconnected() {
+    long now = ticker.read();
     if (disconnectedSince == NONE) {
-      disconnectedSince = ticker.read();
+      disconnectedSince = now;
     }
     verifyNext = true; // the engine on the other side may be a new one
+    coveredUntil = now; // and what was replayed so far says nothing about the engine now there
+    if (!buffered.isEmpty()) {
+      // Held live batches came over the old connection; kept, they could mix with a new engine's. Those of the
+      // same engine are in its ring: fetch them after the replay.
+      buffered.clear();
+      bufferedBytes = 0;
+      overflowed = true;
+    }
+    if (replayNext != NONE) {
+      // The replay's connection is as suspect as the live one, and so is what a probe showed: ask again, checking.
+      stuckAt = NONE;
+      resume();
+    }
   }
 
   /**
@@ -205,7 +224,6 @@ final class StreamCursor {
 
   void onLive(long seq, byte[] payload) {
     long now = ticker.read();
-    lastEvidence = now;
     if (disconnectedSince != NONE) {
       onConnected();
     }
@@ -224,8 +242,16 @@ final class StreamCursor {
       return;
     }
     if (seq <= lastSeq) {
-      if (isDuplicate(seq, payload, now)) {
+      int verdict = classify(seq, payload, now);
+      if (verdict == DUPLICATE) {
         duplicates++;
+        return;
+      }
+      if (verdict == UNKNOWN && canReplay(now)) {
+        // Older than anything this cursor can compare: a late copy, or a new engine? Ask the engine.
+        verifyNext = false;
+        buffer(seq, payload);
+        startReplay(Math.max(0, lastSeq - OVERLAP + 1), lastSeq);
         return;
       }
       restart(seq, "sequence went back from " + lastSeq + " to " + seq);
@@ -243,19 +269,31 @@ final class StreamCursor {
       startReplay(Math.max(0, lastSeq - OVERLAP + 1), lastSeq);
       return;
     }
-    verifyNext = false;
     if (seq > expected) {
+      verifyNext = false;
       purge(PurgeReason.GAP_NOT_RECOVERABLE);
+    } else if (verifyNext) {
+      // Reconnected, and no replay to check that this is still the same engine: a new one would look the same.
+      verifyNext = false;
+      purge(PurgeReason.RECONNECTED);
     }
     apply(seq, payload, false);
   }
 
-  private boolean isDuplicate(long seq, byte[] payload, long now) {
+  private static final int DUPLICATE = 0;
+  private static final int DIFFERENT = 1;
+  private static final int UNKNOWN = 2;
+
+  /** Whether a batch numbered at or below the last applied one is a copy of the one applied under its number. */
+  private int classify(long seq, byte[] payload, long now) {
     int i = (int) (seq & (FINGERPRINTS - 1));
     if (fpSeq[i] == seq) {
-      return fpValue[i] == FINGERPRINT.hashBytes(payload);
+      return fpValue[i] == FINGERPRINT.hashBytes(payload) ? DUPLICATE : DIFFERENT;
     }
-    return coveredFrom != NONE && seq >= coveredFrom && seq <= coveredTo && now - coveredUntil < 0;
+    if (coveredFrom != NONE && seq >= coveredFrom && seq <= coveredTo && now - coveredUntil < 0) {
+      return DUPLICATE;
+    }
+    return UNKNOWN;
   }
 
   private void buffer(long seq, byte[] payload) {
@@ -265,7 +303,7 @@ final class StreamCursor {
       overflowed = true; // recovered by a replay once the buffer drains
       return;
     }
-    buffered.add(new Pending(seq, payload));
+    buffered.add(new Pending(seq, payload, requests));
     bufferedBytes += payload.length;
   }
 
@@ -281,6 +319,7 @@ final class StreamCursor {
     replayVerifyUpTo = verifyUpTo;
     replayFirstSeq = NONE;
     replayBatches = 0;
+    replayVerified = 0;
     stuckAt = NONE;
     stuckCount = 0;
     out.replayStarted(from);
@@ -289,6 +328,26 @@ final class StreamCursor {
 
   private void request(long from) {
     replayNext = from;
+    probing = false;
+    send(from);
+  }
+
+  /**
+   * Asks again, over a new connection, from where the replay stands. A new connection may reach a new engine, so
+   * when batches were applied the request starts {@value #OVERLAP} batches before the last one to compare them.
+   */
+  private void resume() {
+    if (lastSeq != NONE) {
+      replayVerifyUpTo = lastSeq;
+      replayVerified = 0;
+      request(Math.max(0, lastSeq - OVERLAP + 1));
+    } else {
+      request(replayNext);
+    }
+  }
+
+  private void send(long from) {
+    requests++;
     replayAnswered = false;
     replayDeadline = ticker.read() + settings.replayTimeoutNanos();
     out.requestReplay(from);
@@ -300,49 +359,64 @@ final class StreamCursor {
   }
 
   void onReplayReply(long seq, byte[] payload) {
-    if (replayNext == NONE || seq < replayNext) {
-      return; // late, or a copy of what this replay already delivered: not progress
+    if (replayNext == NONE) {
+      return; // late
+    }
+    if (probing) {
+      if (seq == lastSeq && !probeAnswered) {
+        probe(seq, payload);
+        return;
+      }
+      if (seq != lastSeq + 1) {
+        return;
+      }
+      probing = false; // the batch came after all: carry on
+    }
+    if (seq < replayNext) {
+      return; // a copy of what this replay already delivered: not progress
     }
     long now = ticker.read();
     if (seq > replayNext) {
       if (replayAnswered) {
         // A hole in the middle: the engine dropped replies (send limit). Ask again from the hole.
         holes++;
-        request(replayNext);
+        resume();
         return;
       }
-      // The first reply starts later than asked: the engine's ring no longer reaches back that far.
-      if (lastSeq != NONE && seq > lastSeq + 1) {
+      // The first reply starts later than asked: the engine's ring no longer reaches back that far. If it does not
+      // reach what was applied (or, when checking identity, no applied batch can be compared), what the index
+      // holds can be neither completed nor trusted.
+      boolean unverifiable = replayVerifyUpTo != NONE && seq > replayVerifyUpTo;
+      if (lastSeq != NONE && (seq > lastSeq + 1 || unverifiable)) {
         purge(PurgeReason.REPLAY_INCOMPLETE);
-        replayVerifyUpTo = NONE;
-      } else if (lastSeq == NONE) {
+      }
+      if (lastSeq == NONE) {
         replayVerifyUpTo = NONE;
       }
       replayNext = seq;
     }
     replayAnswered = true;
     replayDeadline = now + settings.replayTimeoutNanos();
-    lastEvidence = now;
     if (replayFirstSeq == NONE) {
       replayFirstSeq = seq;
     }
     if (seq <= replayVerifyUpTo) {
       int i = (int) (seq & (FINGERPRINTS - 1));
       if (fpSeq[i] == seq && fpValue[i] != FINGERPRINT.hashBytes(payload)) {
-        long from = replayFirstSeq;
+        // A new engine. Its batches before this one went by unchecked (or not at all): fetch it from its start.
         restart(seq, "replayed batch " + seq + " differs from the one applied");
         replayVerifyUpTo = NONE;
-        if (from == 0) {
-          apply(seq, payload, true); // this replay reaches the new engine's start: carry on applying
-          replayBatches++;
-          replayNext = seq + 1;
-        } else {
-          replayFirstSeq = NONE;
-          request(0);
-        }
+        replayFirstSeq = NONE;
+        request(0);
         return;
       }
+      if (fpSeq[i] == seq) {
+        replayVerified++;
+      }
       replayNext = seq + 1;
+      return;
+    }
+    if (unverified()) {
       return;
     }
     replayVerifyUpTo = NONE;
@@ -350,6 +424,21 @@ final class StreamCursor {
     replayedBatches++;
     replayBatches++;
     replayNext = seq + 1;
+  }
+
+  /**
+   * Whether the replay has passed the batches it was to compare without comparing any (none had a fingerprint, as
+   * after a skipped batch): then the engine may be a new one, so the worker is purged and fetched from its start.
+   */
+  private boolean unverified() {
+    if (replayVerifyUpTo == NONE || replayVerified > 0 || lastSeq == NONE) {
+      return false;
+    }
+    purge(PurgeReason.UNVERIFIED);
+    replayVerifyUpTo = NONE;
+    replayFirstSeq = NONE;
+    request(0);
+    return true;
   }
 
   void onReplayEnd() {
@@ -364,22 +453,32 @@ final class StreamCursor {
       request(0);
       return;
     }
+    if (unverified()) {
+      return;
+    }
     long now = ticker.read();
-    lastEvidence = now;
     if (replayFirstSeq != NONE) {
       coveredFrom = replayFirstSeq;
       coveredTo = replayNext - 1;
       coveredUntil = now + settings.duplicateWindowNanos();
     }
     int batches = replayBatches;
+    long end = replayNext - 1;
     replayNext = NONE;
     out.closeReplay();
     out.replayFinished(batches);
+    // A held batch received before the last request, numbered beyond where the engine's replay ended, was not
+    // published by this engine (its ring holds everything it published before the request): an earlier engine's.
+    int request = requests;
+    int before = buffered.size();
+    buffered.removeIf(p -> p.request < request && p.seq > end);
+    strayBatches += before - buffered.size();
     drainBuffered();
   }
 
   private void replayFailed(String reason) {
     replayFailures++;
+    probing = false;
     out.replayFailed(reason);
     out.closeReplay();
     cooldownUntil = ticker.read() + settings.cooldownNanos();
@@ -399,8 +498,23 @@ final class StreamCursor {
     List<Pending> pending = new ArrayList<>(buffered);
     buffered.clear();
     bufferedBytes = 0;
-    pending.sort(Comparator.comparingLong(Pending::seq));
+    // In arrival order: across a reconnection the buffer may hold two engines' batches, and sorting would mix them.
+    int start = epoch;
+    int request = requests;
     for (Pending p : pending) {
+      if (epoch != start) {
+        break; // a restart was detected: the rest may be the old engine's (see restart)
+      }
+      if (replayNext == NONE && p.request < request && lastSeq != NONE && p.seq <= lastSeq) {
+        // Received before the last replay request, and that replay covered its number: what was applied under it
+        // came from the engine there now. A different batch under that number was an earlier engine's.
+        if (classify(p.seq, p.payload, ticker.read()) == DIFFERENT) {
+          strayBatches++;
+        } else {
+          duplicates++;
+        }
+        continue;
+      }
       onLive(p.seq, p.payload); // buffers again if a new replay started
     }
     if (overflowed && replayNext == NONE && lastSeq != NONE && canReplay(ticker.read())) {
@@ -431,34 +545,73 @@ final class StreamCursor {
   }
 
   private void onDeadline(long now) {
-    if (replayNext != stuckAt) {
-      stuckAt = replayNext;
+    if (probing) {
+      if (probeAnswered) {
+        skipUnreceivable();
+      } else {
+        replayFailed("replay stalled after " + lastSeq + ", and the engine did not answer a probe for it");
+      }
+      return;
+    }
+    long point = lastSeq != NONE ? lastSeq + 1 : replayNext;
+    if (point != stuckAt) {
+      stuckAt = point;
       stuckCount = 0;
     }
-    if (replayAnswered) {
+    boolean progressed = replayAnswered && replayNext > replayVerifyUpTo + 1;
+    if (progressed) {
       stuckCount = 0; // this request made progress, then stalled (a connection dropped mid-replay): ask again
     }
     stuckCount++;
-    if (stuckCount < MAX_ATTEMPTS || replayAnswered) {
-      request(replayNext);
+    if (stuckCount < MAX_ATTEMPTS) {
+      resume();
       return;
     }
-    boolean alive = now - lastEvidence < settings.replayTimeoutNanos() * (MAX_ATTEMPTS + 1);
-    if (alive && replayFirstSeq != NONE) {
-      // The engine answers, but never with this batch: it cannot cross the connection (over the message size
-      // limit). Skip it; the batch's removals are lost with it, so what was applied before must go.
-      skippedBatches++;
-      long skipped = replayNext;
-      if (lastSeq != NONE) {
-        purge(PurgeReason.BATCH_UNRECEIVABLE);
-      }
-      lastSeq = skipped;
-      replayVerifyUpTo = NONE;
-      stuckAt = NONE;
-      request(skipped + 1);
+    if (lastSeq != NONE && replayFirstSeq != NONE) {
+      // Asked twice without getting past the last applied batch, though this replay has delivered: probe the
+      // engine by asking for that batch alone. If it comes (and is the same batch), the engine is alive and only
+      // the next batch cannot reach us.
+      probing = true;
+      probeAnswered = false;
+      send(lastSeq);
       return;
     }
     replayFailed("replay from " + replayNext + " got no answer after " + MAX_ATTEMPTS + " requests");
+  }
+
+  /** The probe for the batch before a stall was answered. */
+  private void probe(long seq, byte[] payload) {
+    int i = (int) (seq & (FINGERPRINTS - 1));
+    if (fpSeq[i] == seq && fpValue[i] != FINGERPRINT.hashBytes(payload)) {
+      probing = false;
+      restart(seq, "replayed batch " + seq + " differs from the one applied");
+      replayVerifyUpTo = NONE;
+      replayFirstSeq = NONE;
+      request(0);
+      return;
+    }
+    if (fpSeq[i] == seq) {
+      replayVerified++;
+    }
+    probeAnswered = true; // alive; now see whether the next batch follows
+    replayAnswered = true;
+    replayNext = seq + 1;
+    replayDeadline = ticker.read() + settings.replayTimeoutNanos();
+  }
+
+  /**
+   * The engine answered the probe but the batch after it still did not come: it cannot cross the connection (over
+   * the message size limit). Skip it; its removals are lost with it, so what was applied before must go.
+   */
+  private void skipUnreceivable() {
+    probing = false;
+    skippedBatches++;
+    long skipped = lastSeq + 1;
+    purge(PurgeReason.BATCH_UNRECEIVABLE);
+    lastSeq = skipped;
+    replayVerifyUpTo = NONE;
+    stuckAt = NONE;
+    request(skipped + 1);
   }
 
   // ------------------------------------------------------------------------------------------------ effects
@@ -477,6 +630,10 @@ final class StreamCursor {
   private void restart(long seq, String how) {
     long last = lastSeq;
     restarts++;
+    epoch++;
+    // Live batches held so far may be the old engine's; the new engine's are in its ring, which is replayed next.
+    buffered.clear();
+    bufferedBytes = 0;
     out.restart(last, seq, how);
     purge(PurgeReason.RESTART);
     coveredFrom = NONE;

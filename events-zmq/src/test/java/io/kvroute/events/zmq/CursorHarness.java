@@ -70,7 +70,18 @@ final class CursorHarness implements StreamCursor.Output {
   ArrayDeque<Reply> pendingReplies;
   boolean pendingEnd;
   boolean silentRequest; // this request gets no answer
+  boolean silenceNext; // the next request gets no answer
+  private boolean firstReplySent;
   final ArrayDeque<Reply> delayedLive = new ArrayDeque<>();
+  /** What happened, when the system property {@code cursor.trace} is set; for debugging a failing scenario. */
+  final List<String> trace = new ArrayList<>();
+  private static final boolean TRACE = Boolean.getBoolean("cursor.trace");
+
+  void log(String what) {
+    if (TRACE) {
+      trace.add((ticker.now / 1_000_000) + "ms e" + engines + " last=" + cursor.lastSeq() + " " + what);
+    }
+  }
 
   CursorHarness(long seed, int ring, boolean replay, long maxBufferedBytes) {
     this.seeds = new SplittableRandom(seed);
@@ -99,6 +110,7 @@ final class CursorHarness implements StreamCursor.Output {
   }
 
   void deliverLive(long seq) {
+    if (TRACE) log("live " + seq + (engine.unreceivable.contains(seq) ? " (unreceivable)" : ""));
     if (!engine.unreceivable.contains(seq)) {
       cursor.onLive(seq, engine.payloads.get((int) seq));
     }
@@ -108,6 +120,7 @@ final class CursorHarness implements StreamCursor.Output {
   void restart(boolean disconnectSeen) {
     engine = new Engine(seeds.nextLong());
     engines++;
+    if (TRACE) log("restart, disconnect seen " + disconnectSeen);
     pendingReplies = null; // the old replay connection died with the old engine
     pendingEnd = false;
     delayedLive.clear();
@@ -129,23 +142,31 @@ final class CursorHarness implements StreamCursor.Output {
       if (r == null) {
         if (pendingEnd) {
           pendingReplies = null;
+          if (TRACE) log("replay end");
           cursor.onReplayEnd();
         }
         return;
       }
       if (engine.unreceivable.contains(r.seq)) {
         pendingReplies = null; // the connection breaks on the oversized message: nothing more arrives
+        if (TRACE) log("replay breaks at unreceivable " + r.seq);
         return;
       }
-      if (random != null && random.nextDouble() < holeChance) {
+      // The engine's ROUTER drops replies once its send queue is full, which a request's first reply (on a new
+      // connection) never finds.
+      if (random != null && firstReplySent && random.nextDouble() < holeChance) {
+        if (TRACE) log("hole at " + r.seq);
         continue; // the engine's ROUTER dropped this reply (send limit)
       }
+      if (TRACE) log("reply " + r.seq);
+      firstReplySent = true;
       cursor.onReplayReply(r.seq, r.payload);
     }
   }
 
   void tick(long millis) {
     ticker.advanceMillis(millis);
+    if (TRACE) log("tick");
     cursor.tick();
     applier.tick();
   }
@@ -163,12 +184,14 @@ final class CursorHarness implements StreamCursor.Output {
 
   @Override
   public void apply(long seq, byte[] payload, boolean replayed) {
+    if (TRACE) log("apply " + seq + (replayed ? " (replayed)" : ""));
     appliedSinceReset.add(seq);
     applier.apply(seq, payload, replayed);
   }
 
   @Override
   public void purge(PurgeReason reason) {
+    if (TRACE) log("PURGE " + reason);
     appliedSinceReset.clear();
     purgeReasons.add(reason);
     applier.purge(reason);
@@ -177,9 +200,12 @@ final class CursorHarness implements StreamCursor.Output {
   @Override
   public void requestReplay(long fromSeq) {
     replayRequests++;
-    silentRequest = false;
+    if (TRACE) log("request replay from " + fromSeq + (silenceNext ? " (silent)" : ""));
+    silentRequest = silenceNext;
+    silenceNext = false;
     pendingReplies = new ArrayDeque<>();
     pendingEnd = true;
+    firstReplySent = false;
     int size = engine.payloads.size();
     for (long s = Math.max(fromSeq, Math.max(0, size - ring)); s < size; s++) {
       pendingReplies.add(new Reply(s, engine.payloads.get((int) s)));
