@@ -1,5 +1,6 @@
 package io.kvroute.events.zmq;
 
+import io.kvroute.EventStreamState;
 import io.kvroute.WorkerId;
 
 /**
@@ -76,6 +77,14 @@ public interface EventSourceListener {
    * @param reason what was wrong
    */
   default void onDecodeError(WorkerId worker, String reason) {}
+
+  /**
+   * A stream's health changed (see {@link KvEventSubscriber.Builder#reportTo} for how states are derived).
+   *
+   * @param worker the stream's worker and rank
+   * @param state the new state
+   */
+  default void onStreamState(WorkerId worker, EventStreamState state) {}
 
   /**
    * Events of a batch were not applied: unknown event types, malformed events, events of KV cache groups that do

@@ -5,7 +5,9 @@ import static java.lang.System.Logger.Level.ERROR;
 import static java.lang.System.Logger.Level.INFO;
 import static java.lang.System.Logger.Level.WARNING;
 
+import io.kvroute.EventStreamState;
 import io.kvroute.KvEventSink;
+import io.kvroute.Router;
 import io.kvroute.RouterListener;
 import io.kvroute.Ticker;
 import io.kvroute.Worker;
@@ -94,6 +96,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final long maxMessageSize;
   private final int handshakeMillis;
   private final long unacceptedHoldNanos;
+  private final long silentAfterNanos;
+  private final @Nullable Router reportTo;
   private final @Nullable CurveKeyPair clientKeys;
   private final @Nullable CurveKeyPair serverKeys;
   private final Ticker ticker;
@@ -122,6 +126,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.maxMessageSize = b.maxMessageSize;
     this.handshakeMillis = (int) b.handshakeTimeout.toMillis();
     this.unacceptedHoldNanos = b.unacceptedHold.toNanos();
+    this.silentAfterNanos = b.silentAfter.toNanos();
+    this.reportTo = b.reportTo;
     this.clientKeys = b.clientKeys;
     this.serverKeys = b.serverKeys;
     this.ticker = b.ticker;
@@ -422,6 +428,7 @@ public final class KvEventSubscriber implements AutoCloseable {
         guarded(s, () -> {
           s.cursor.tick();
           s.applier.tick();
+          s.reportState();
         });
       }
     }
@@ -835,12 +842,45 @@ public final class KvEventSubscriber implements AutoCloseable {
           unacceptedHoldNanos, maxMessageSize, cursor::forget);
     }
 
+    private EventStreamState reported = EventStreamState.UNKNOWN;
+
+    /** The stream's state for the router's health model. */
+    EventStreamState state() {
+      if (cursor.replaying()) {
+        return EventStreamState.REPLAYING;
+      }
+      if (cursor.stale() || cursor.purgedSinceApplied()) {
+        return EventStreamState.BROKEN;
+      }
+      long age = cursor.lastBatchAgeNanos();
+      if (age < 0) {
+        return EventStreamState.UNKNOWN;
+      }
+      return cursor.connected() && age > silentAfterNanos ? EventStreamState.SILENT : EventStreamState.LIVE;
+    }
+
+    void reportState() {
+      EventStreamState state = state();
+      if (state == reported) {
+        return;
+      }
+      reported = state;
+      safeListener(() -> listener.onStreamState(id, state));
+      if (reportTo != null) {
+        try {
+          reportTo.reportEventStream(id, state);
+        } catch (RuntimeException e) {
+          logger.log(WARNING, "Router.reportEventStream failed for " + id, e);
+        }
+      }
+    }
+
     StreamHealth health() {
       long age = cursor.lastBatchAgeNanos();
       StreamCursor.Phase phase = cursor.phase();
-      return new StreamHealth(id, cursor.connected(), age < 0 ? null : Duration.ofNanos(age), cursor.lastSeq(),
-          phase == StreamCursor.Phase.REPLAYING, phase == StreamCursor.Phase.COOLING, cursor.stale(),
-          cursor.purges);
+      return new StreamHealth(id, state(), cursor.connected(), age < 0 ? null : Duration.ofNanos(age),
+          cursor.lastSeq(), phase == StreamCursor.Phase.REPLAYING, phase == StreamCursor.Phase.COOLING,
+          cursor.stale(), cursor.purges);
     }
 
     @Override
@@ -916,6 +956,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration staleAfter = Duration.ofSeconds(30);
     private Duration purgeAfter = Duration.ofMinutes(5);
     private Duration unacceptedHold = Duration.ofSeconds(10);
+    private Duration silentAfter = Duration.ofMinutes(5);
+    private @Nullable Router reportTo;
     private @Nullable CurveKeyPair clientKeys;
     private @Nullable CurveKeyPair serverKeys;
     private @Nullable Set<String> allowedClients;
@@ -933,6 +975,47 @@ public final class KvEventSubscriber implements AutoCloseable {
      */
     public Builder sink(KvEventSink sink) {
       this.sink = Objects.requireNonNull(sink, "sink");
+      return this;
+    }
+
+    /**
+     * Wires the subscriber to a router: its {@linkplain Router#eventSink() event sink}, its {@linkplain
+     * Router#workers() registry} to {@linkplain #follow follow}, and {@linkplain #reportTo health reports}.
+     *
+     * @param router the router
+     * @return this builder
+     */
+    public Builder router(Router router) {
+      Objects.requireNonNull(router, "router");
+      return sink(router.eventSink()).follow(router.workers()).reportTo(router);
+    }
+
+    /**
+     * Reports each stream's state to {@link Router#reportEventStream} when it changes (checked every poll interval,
+     * 100 ms): {@code REPLAYING} while a replay is in flight; {@code BROKEN} when the engine has been disconnected
+     * longer than {@link #staleAfter}, or its entries were purged and nothing was applied since; {@code SILENT} when
+     * connected but no batch came for {@link #silentAfter}; {@code LIVE} once a batch was applied otherwise. The
+     * same changes reach {@link EventSourceListener#onStreamState}.
+     *
+     * @param router the router whose health model consumes the states
+     * @return this builder
+     */
+    public Builder reportTo(Router router) {
+      this.reportTo = Objects.requireNonNull(router, "router");
+      return this;
+    }
+
+    /**
+     * How long a connected stream may go without a batch before it is reported {@code SILENT} (default 5 minutes).
+     * vLLM publishes only when its cache changes, so an idle engine is silent too; the router then scores it by its
+     * own predictions until the next batch.
+     *
+     * @param after the time
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder silentAfter(Duration after) {
+      this.silentAfter = positive(after, "silentAfter");
       return this;
     }
 

@@ -157,6 +157,11 @@ final class StreamCursor {
     return lastSeq;
   }
 
+  /** Whether the entries were purged and nothing has been applied since. */
+  boolean purgedSinceApplied() {
+    return purged && lastSeq == NONE;
+  }
+
   boolean replaying() {
     return replayNext != NONE;
   }

@@ -1,5 +1,6 @@
 package io.kvroute.events.zmq;
 
+import io.kvroute.EventStreamState;
 import io.kvroute.WorkerId;
 import java.time.Duration;
 import org.jspecify.annotations.Nullable;
@@ -9,6 +10,7 @@ import org.jspecify.annotations.Nullable;
  * thread-safe.
  *
  * @param worker the stream's worker and rank
+ * @param state the state reported to the router (see {@link KvEventSubscriber.Builder#reportTo})
  * @param connected whether the live connection is up (a batch arrived, or the transport reported a connection,
  *     since the last disconnection)
  * @param lastBatchAge how long ago the last batch was applied, or null if none was
@@ -21,6 +23,7 @@ import org.jspecify.annotations.Nullable;
  */
 public record StreamHealth(
     WorkerId worker,
+    EventStreamState state,
     boolean connected,
     @Nullable Duration lastBatchAge,
     long lastSequence,
