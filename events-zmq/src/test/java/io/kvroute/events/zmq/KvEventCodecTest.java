@@ -221,8 +221,10 @@ class KvEventCodecTest {
     w.writeString("not-hex-" + "z".repeat(56));
     w.writeInt(0);
     DecodedBatch batch = KvEventCodec.decode(w.toByteArray());
+    // vLLM's block-0 tuple is (lora_name, multimodal identifiers..., cache_salt): the last other string is the salt.
+    long salt = io.kvroute.BlockHasher.cacheSaltKey("not-hex-" + "z".repeat(56));
     BlockStored expected = new BlockStored(new long[] {0x010203L}, null, new int[] {4, 5}, 2, "adapter",
-        StorageTier.HOST, null, new long[][] {{-1L}});
+        StorageTier.HOST, null, new long[][] {{-1L, salt}});
     assertEquals(List.of(expected), batch.events());
   }
 
