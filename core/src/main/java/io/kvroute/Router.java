@@ -684,6 +684,11 @@ public final class Router {
   /** Drops events of workers that are not registered, so removed workers cannot come back through late events. */
   private final class RegisteredWorkersSink implements KvEventSink {
     @Override
+    public boolean accepts(WorkerId worker) {
+      return registry.contains(worker);
+    }
+
+    @Override
     public void apply(WorkerId worker, KvEvent event) {
       WorkerRegistry.WorkerState state = registry.state(worker);
       if (state == null) {
