@@ -113,6 +113,7 @@ public final class Routing implements AutoCloseable {
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
       router.released(this);
+      router.firstTokenArrived(this);
     }
   }
 
@@ -121,6 +122,7 @@ public final class Routing implements AutoCloseable {
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
       router.released(this);
+      router.closedHandle(this);
     }
   }
 
