@@ -2,9 +2,9 @@ package io.kvroute.examples;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.kvroute.NoWorkerAvailableException;
 import io.kvroute.Router;
 import io.kvroute.RouterPolicy;
+import io.kvroute.RoutingException;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventSubscriber;
@@ -289,8 +289,8 @@ public final class Gateway implements AutoCloseable {
     ForwardedResponse upstream;
     try {
       upstream = forwarder.forward(request.build());
-    } catch (NoWorkerAvailableException e) {
-      HttpServerRelay.sendError(exchange, 503, e.getMessage(), "service_unavailable");
+    } catch (RoutingException e) { // no worker (503; 404 for an unknown model), an invalid request (400), …
+      HttpServerRelay.sendError(exchange, e.httpStatus(), e.getMessage(), errorType(e.httpStatus()));
       return;
     } catch (TokenizeException e) {
       int status = e.statusCode() >= 400 && e.statusCode() < 500 ? e.statusCode() : 502;
@@ -306,6 +306,15 @@ public final class Gateway implements AutoCloseable {
     }
     exchange.getResponseHeaders().set("X-Kvroute-Worker", upstream.workerId().toString());
     HttpServerRelay.relay(upstream, exchange);
+  }
+
+  private static String errorType(int status) {
+    return switch (status) {
+      case 400 -> "invalid_request_error";
+      case 404 -> "not_found_error";
+      case 503 -> "service_unavailable";
+      default -> "upstream_error";
+    };
   }
 
   private void metrics(HttpExchange exchange) {
