@@ -17,6 +17,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -241,6 +243,137 @@ class GatewayEndToEndTest {
     HttpResponse<String> text = post("/v1/completions", "{\"prompt\":\"words\",\"max_tokens\":2}");
     assertEquals(400, text.statusCode());
     assertEquals("prompt", error(text).get("param"));
+  }
+
+  /**
+   * Runs the README's gateway section: its SimMain commands as processes, its Gateway command in this JVM, its curl
+   * requests with this client; every port it names is remapped to a free one.
+   */
+  @Test
+  void theReadmeGatewaySectionServesAStreamedAnswer() throws Exception {
+    List<String> commands = readmeGatewayCommands();
+    Map<String, String> ports = new HashMap<>();
+    Matcher portMatcher = Pattern.compile("(?<=[: ])(\\d{4,5})\\b").matcher(String.join("\n", commands));
+    while (portMatcher.find()) {
+      ports.computeIfAbsent(portMatcher.group(1), p -> Integer.toString(freePort()));
+    }
+    String body = null;
+    String completionsUrl = null;
+    String metricsUrl = null;
+    for (String command : commands) {
+      String c = remap(command, ports);
+      if (c.startsWith("java ") && c.contains(" io.kvroute.sim.SimMain ")) {
+        startSimProcess(argsAfter(c, "io.kvroute.sim.SimMain"));
+      } else if (c.startsWith("java ") && c.contains(" io.kvroute.examples.Gateway ")) {
+        gateway = Gateway.start(Gateway.parse(argsAfter(c, "io.kvroute.examples.Gateway").toArray(new String[0])));
+      } else if (c.startsWith("curl -N ")) {
+        completionsUrl = c.split(" ")[2];
+        body = c.substring(c.indexOf("-d '") + 4, c.lastIndexOf('\''));
+      } else if (c.startsWith("curl -s ")) {
+        metricsUrl = c.split(" ")[2];
+      }
+    }
+    assertEquals(2, processes.size(), "two simulated workers in the README");
+    assertTrue(gateway != null && body != null && metricsUrl != null, String.join("\n", commands));
+    for (Process p : processes) {
+      readyLine(p); // the worker serves before the first request, as the README's sleep ensures
+    }
+    Map<?, ?> request = (Map<?, ?>) Json.parse(body);
+    HttpResponse<String> streamed = client.send(HttpRequest.newBuilder(URI.create(completionsUrl))
+        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, streamed.statusCode(), streamed.body());
+    int deltas = 0;
+    boolean done = false;
+    for (String line : streamed.body().split("\n")) {
+      if (line.equals("data: [DONE]")) {
+        done = true;
+      } else if (line.startsWith("data: ")) {
+        Map<?, ?> chunk = (Map<?, ?>) Json.parse(line.substring(6));
+        Object delta = ((Map<?, ?>) ((Map<?, ?>) ((List<?>) chunk.get("choices")).get(0)).get("delta")).get("content");
+        deltas += delta instanceof String s && !s.isEmpty() ? 1 : 0;
+      }
+    }
+    assertTrue(done, streamed.body());
+    assertEquals(((Long) request.get("max_tokens")).intValue(), deltas, streamed.body());
+    String worker = streamed.headers().firstValue("X-Kvroute-Worker").orElseThrow();
+    String metrics = client.send(HttpRequest.newBuilder(URI.create(metricsUrl)).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    assertEquals(1.0, metricValue(metrics, "kvroute_routing_decisions_total", worker), 0.0, metrics);
+    assertEquals(1.0, metricValue(metrics, "kvroute_request_time_to_first_token_seconds_count", worker), 0.0);
+  }
+
+  private final List<Process> processes = new ArrayList<>();
+
+  @AfterEach
+  void stopProcesses() throws InterruptedException {
+    for (Process p : processes) {
+      p.destroy();
+    }
+    for (Process p : processes) {
+      if (!p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+      }
+    }
+  }
+
+  private void startSimProcess(List<String> args) throws java.io.IOException {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-cp", System.getProperty("java.class.path"), "io.kvroute.sim.SimMain"));
+    command.addAll(args);
+    processes.add(new ProcessBuilder(command).redirectErrorStream(true).start());
+  }
+
+  private static String readyLine(Process p) throws java.io.IOException {
+    BufferedReader reader = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+    for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+      if (line.startsWith("READY ")) {
+        return line;
+      }
+    }
+    throw new AssertionError("the worker exited before it was ready");
+  }
+
+  private static List<String> readmeGatewayCommands() throws java.io.IOException {
+    String readme = Files.readString(Path.of("../README.md"), StandardCharsets.UTF_8);
+    String section = readme.substring(readme.indexOf("\n## Gateway\n"));
+    String block = section.substring(section.indexOf("```bash\n") + 8, section.indexOf("\n```", section.indexOf("```bash")));
+    List<String> commands = new ArrayList<>();
+    StringBuilder current = new StringBuilder();
+    for (String line : block.split("\n")) {
+      if (line.endsWith("\\")) {
+        current.append(line, 0, line.length() - 1);
+        continue;
+      }
+      current.append(line);
+      commands.add(current.toString().replaceAll("\\s+", " ").trim());
+      current.setLength(0);
+    }
+    return commands;
+  }
+
+  private static String remap(String command, Map<String, String> ports) {
+    String out = command;
+    for (Map.Entry<String, String> e : ports.entrySet()) {
+      out = out.replaceAll("(?<=[: ])" + e.getKey() + "\\b", e.getValue());
+    }
+    return out;
+  }
+
+  private static List<String> argsAfter(String command, String mainClass) {
+    String rest = command.substring(command.indexOf(mainClass) + mainClass.length()).trim();
+    if (rest.endsWith("&")) {
+      rest = rest.substring(0, rest.length() - 1).trim();
+    }
+    return List.of(rest.split(" "));
+  }
+
+  private static int freePort() {
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   @Test
