@@ -3,14 +3,14 @@ package io.kvroute.micrometer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvroute.FakeTicker;
-import io.kvroute.Fixtures;
 import io.kvroute.KvEvent;
 import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventPublisher;
 import io.kvroute.events.zmq.KvEventSubscriber;
+import io.kvroute.testkit.FakeTicker;
+import io.kvroute.testkit.Fixtures;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;

@@ -6,9 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvroute.FailureKind;
-import io.kvroute.FakeTicker;
 import io.kvroute.HealthState;
-import io.kvroute.Fixtures;
 import io.kvroute.NoWorkerAvailableException;
 import io.kvroute.RouteRequest;
 import io.kvroute.Router;
@@ -16,6 +14,8 @@ import io.kvroute.RouterPolicy;
 import io.kvroute.Routing;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.testkit.FakeTicker;
+import io.kvroute.testkit.Fixtures;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
