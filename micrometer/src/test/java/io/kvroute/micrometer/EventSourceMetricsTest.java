@@ -9,6 +9,7 @@ import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventPublisher;
 import io.kvroute.events.zmq.KvEventSubscriber;
+import io.kvroute.testkit.Await;
 import io.kvroute.testkit.FakeTicker;
 import io.kvroute.testkit.Fixtures;
 import io.micrometer.core.instrument.Tags;
