@@ -9,6 +9,7 @@ import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.kvroute.micrometer.EventSourceMetrics;
+import io.kvroute.micrometer.ForwardMetrics;
 import io.kvroute.micrometer.RouterMetrics;
 import io.kvroute.micrometer.ScrapeMetrics;
 import io.kvroute.openai.JsonException;
@@ -107,6 +108,7 @@ public final class Gateway implements AutoCloseable {
   private final @Nullable KvEventSubscriber subscriber;
   private final @Nullable EngineMetricsScraper scraper;
   private final PrometheusMeterRegistry registry;
+  private final ForwardMetrics forwardMetrics;
   private final HttpServer server;
   private final @Nullable HttpServer metricsServer;
   private final ExecutorService executor;
@@ -122,6 +124,8 @@ public final class Gateway implements AutoCloseable {
     eventMetrics.bindTo(registry);
     ScrapeMetrics scrapeMetrics = new ScrapeMetrics();
     scrapeMetrics.bindTo(registry);
+    this.forwardMetrics = new ForwardMetrics();
+    forwardMetrics.bindTo(registry);
 
     boolean anyEvents = false;
     for (WorkerSpec w : options.workers()) {
@@ -289,23 +293,30 @@ public final class Gateway implements AutoCloseable {
     ForwardedResponse upstream;
     try {
       upstream = forwarder.forward(request.build());
-    } catch (RoutingException e) { // no worker (503; 404 for an unknown model), an invalid request (400), …
-      HttpServerRelay.sendError(exchange, e.httpStatus(), e.getMessage(), errorType(e.httpStatus()));
-      return;
-    } catch (TokenizeException e) {
-      int status = e.statusCode() >= 400 && e.statusCode() < 500 ? e.statusCode() : 502;
-      HttpServerRelay.sendError(exchange, status, "Tokenizing the prompt failed: " + e.getMessage(),
-          status == 502 ? "upstream_error" : "invalid_request_error");
-      return;
-    } catch (IllegalArgumentException e) {
-      HttpServerRelay.sendError(exchange, 400, e.getMessage(), "invalid_request_error");
-      return;
-    } catch (IOException e) {
-      HttpServerRelay.sendError(exchange, 502, "No worker could be reached: " + e, "upstream_error");
+    } catch (RuntimeException | IOException e) {
+      forwardMetrics.failed(e);
+      answerFailure(exchange, e);
       return;
     }
     exchange.getResponseHeaders().set("X-Kvroute-Worker", upstream.workerId().toString());
-    HttpServerRelay.relay(upstream, exchange);
+    forwardMetrics.relayed(upstream, HttpServerRelay.relay(upstream, exchange));
+  }
+
+  /** Answers a request that could not be forwarded, in OpenAI's error shape. */
+  private static void answerFailure(HttpExchange exchange, Exception failure) throws IOException {
+    if (failure instanceof RoutingException e) { // no worker (503; 404: unknown model), invalid request (400), …
+      HttpServerRelay.sendError(exchange, e.httpStatus(), e.getMessage(), errorType(e.httpStatus()));
+    } else if (failure instanceof TokenizeException e) {
+      int status = e.statusCode() >= 400 && e.statusCode() < 500 ? e.statusCode() : 502;
+      HttpServerRelay.sendError(exchange, status, "Tokenizing the prompt failed: " + e.getMessage(),
+          errorType(status));
+    } else if (failure instanceof IllegalArgumentException) {
+      HttpServerRelay.sendError(exchange, 400, failure.getMessage(), "invalid_request_error");
+    } else if (failure instanceof IOException) {
+      HttpServerRelay.sendError(exchange, 502, "No worker could be reached: " + failure, "upstream_error");
+    } else {
+      throw (RuntimeException) failure; // a bug: the handler answers 500
+    }
   }
 
   private static String errorType(int status) {

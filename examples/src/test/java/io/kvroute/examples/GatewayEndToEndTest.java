@@ -195,6 +195,12 @@ class GatewayEndToEndTest {
       ttftCount += metricValue(metrics, "kvroute_request_time_to_first_token_seconds_count", w);
     }
     assertEquals(total, ttftCount, 0.0);
+    double relayed = 0;
+    for (String w : List.of("sim-0", "sim-1")) {
+      relayed += metricValue(metrics, "kvroute_forward_responses_total", w);
+    }
+    assertEquals(total, relayed, 0.0);
+    assertTrue(metrics.contains("outcome=\"completed\""), "relay outcomes");
     assertTrue(metrics.contains("kvroute_events_batches_total{"), "event-source meters");
     assertTrue(metrics.contains("kvroute_index_entries "), "index meters");
   }
