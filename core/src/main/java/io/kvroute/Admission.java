@@ -31,6 +31,7 @@ final class Admission {
   private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
 
   private final ReentrantLock lock = new ReentrantLock();
+  final int blockSize;
   private final long bookingTimeoutNanos;
   private final HealthReports health;
   private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
@@ -42,7 +43,8 @@ final class Admission {
   private @Nullable Routing newest;
   private int open;
 
-  Admission(long bookingTimeoutNanos, long randomSeed, HealthReports health) {
+  Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health) {
+    this.blockSize = blockSize;
     this.bookingTimeoutNanos = bookingTimeoutNanos;
     this.random = new SplittableRandom(randomSeed);
     this.health = health;

@@ -87,7 +87,7 @@ public final class Router {
     this.maxPromptTokens = b.maxPromptTokens;
     this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.health = new HealthReports(ticker, listener);
-    this.admission = new Admission(b.bookingTimeout.toNanos(), b.randomSeed, health);
+    this.admission = new Admission(blockSize, b.bookingTimeout.toNanos(), b.randomSeed, health);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
         .maxWorkers(b.maxWorkers).listener(listener).build();
     this.indexView = indexer.readOnlyView();
@@ -360,8 +360,8 @@ public final class Router {
     System.arraycopy(hashes, 0, booked, 0, count);
     List<CandidateScore> explanation = request.explain()
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
-    Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
-        tokens.length, uncached, now, booked, count, policy.name(), explanation);
+    Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
+        uncached, now, booked, count, policy.name(), explanation);
     routing.probe = probe;
     if (!admission.book(routing)) {
       throw new IllegalStateException("worker " + chosen.worker.id() + " lost its slot under the admission lock");
@@ -514,8 +514,10 @@ public final class Router {
     state.updateMode();
     if (before != streamState) {
       boolean untrusted = streamState == EventStreamState.SILENT || streamState == EventStreamState.BROKEN;
-      LOG.log(untrusted ? Level.WARNING : Level.INFO, () -> "worker " + worker + " KV event stream " + before
-          + " -> " + streamState + (untrusted ? ": scoring it by the router's own predictions" : ""));
+      boolean recovered = before == EventStreamState.SILENT || before == EventStreamState.BROKEN;
+      LOG.log(untrusted ? Level.WARNING : recovered ? Level.INFO : Level.DEBUG, () -> "worker " + worker
+          + " KV event stream " + before + " -> " + streamState
+          + (untrusted ? ": scoring it by the router's own predictions" : ""));
     }
   }
 
