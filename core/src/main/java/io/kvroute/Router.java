@@ -83,7 +83,7 @@ public final class Router {
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
     this.ticker = b.ticker;
-    this.listener = b.listener;
+    this.listener = CompositeRouterListener.of(b.listeners);
     this.maxPromptTokens = b.maxPromptTokens;
     this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.health = new HealthReports(ticker, listener);
@@ -104,7 +104,7 @@ public final class Router {
   }
 
   /**
-   * Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listener.
+   * Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listeners.
    *
    * @return a new builder
    */
@@ -732,7 +732,7 @@ public final class Router {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
     private Ticker ticker = Ticker.systemTicker();
-    private RouterListener listener = RouterListener.NONE;
+    private final List<RouterListener> listeners = new ArrayList<>();
     private long randomSeed = System.nanoTime();
     private int maxIndexEntries = KvIndexer.DEFAULT_MAX_ENTRIES;
     private int maxWorkers = KvIndexer.DEFAULT_MAX_WORKERS;
@@ -818,6 +818,13 @@ public final class Router {
       return this;
     }
 
+    /**
+     * How a worker is chosen among the candidates. Default: {@link RouterPolicy#kvAware()}, Dynamo's KV-aware cost with
+     * {@link KvAwareConfig#DEFAULT} (overlap weight 1.0, temperature 0: the lowest cost wins).
+     *
+     * @param policy the policy
+     * @return this builder
+     */
     public Builder policy(RouterPolicy policy) {
       this.policy = Objects.requireNonNull(policy, "policy");
       return this;
@@ -829,8 +836,16 @@ public final class Router {
       return this;
     }
 
+    /**
+     * Adds a listener for routing decisions, first tokens, closes, workers and the index; call again to add more
+     * (each call adds, none replaces). Listeners are called in the order added; one that throws is logged and
+     * skipped, and neither the others nor the router's caller see the exception. Default: none.
+     *
+     * @param listener the listener to add
+     * @return this builder
+     */
     public Builder listener(RouterListener listener) {
-      this.listener = Objects.requireNonNull(listener, "listener");
+      this.listeners.add(Objects.requireNonNull(listener, "listener"));
       return this;
     }
 

@@ -125,6 +125,7 @@ public final class Routing implements AutoCloseable {
       if (state.health.state() != HealthState.HEALTHY) {
         admission.health().success(state); // a token arrived: the worker is alive
       }
+      admission.health().firstTokenArrived(this);
     }
   }
 
@@ -133,6 +134,7 @@ public final class Routing implements AutoCloseable {
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
       admission.released(this);
+      admission.health().closed(this);
     }
   }
 
