@@ -8,9 +8,6 @@ import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.DecodedBatch;
 import io.kvroute.events.zmq.KvEventCodec;
-import io.kvroute.events.zmq.WireFormat;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -56,8 +53,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @Threads(1)
 @State(Scope.Benchmark)
 public class IngestionBenchmark {
-  static final int PROMPTS = 256;
-  static final int PROMPT_BLOCKS = 2048 / Workload.BLOCK_SIZE;
+  static final int PROMPTS = EventStream.PROMPTS;
+  static final int PROMPT_BLOCKS = EventStream.PROMPT_BLOCKS;
 
   @Param({"1000000"})
   int indexedBlocks;
@@ -89,58 +86,11 @@ public class IngestionBenchmark {
     sink = router.eventSink();
     SplittableRandom random = new SplittableRandom(Workload.SEED);
     Workload.populate(sink, ids, indexedBlocks, PROMPT_BLOCKS, 0, random);
-
-    List<WorkerId> workersOf = new ArrayList<>(PROMPTS);
-    List<long[]> hashesOf = new ArrayList<>(PROMPTS);
-    List<int[]> tokensOf = new ArrayList<>(PROMPTS);
-    for (int p = 0; p < PROMPTS; p++) {
-      workersOf.add(ids.get(p % ids.size()));
-      hashesOf.add(Workload.engineHashes(random, PROMPT_BLOCKS));
-      tokensOf.add(Workload.tokens(random, PROMPT_BLOCKS * Workload.BLOCK_SIZE));
-    }
-    senders = new WorkerId[2 * PROMPTS];
-    payloads = new byte[2 * PROMPTS][];
-    decoded = new ArrayList<>(2 * PROMPTS);
-    eventCounts = new int[2 * PROMPTS];
-    for (int p = 0; p < PROMPTS; p++) {
-      message(workersOf.get(p), stores(hashesOf.get(p), tokensOf.get(p)));
-    }
-    for (int p = 0; p < PROMPTS; p++) {
-      message(workersOf.get(p), removals(hashesOf.get(p)));
-    }
-  }
-
-  /** Encodes the next message of the stream, as vLLM would publish it, and keeps its decoded form. */
-  private void message(WorkerId worker, List<KvEvent> events) {
-    int index = decoded.size();
-    senders[index] = worker;
-    payloads[index] = KvEventCodec.encode(DecodedBatch.of(1.7e9 + index, events, 0), WireFormat.MAP);
-    List<KvEvent> roundTripped = KvEventCodec.decode(payloads[index]).events();
-    if (!roundTripped.equals(events)) {
-      throw new IllegalStateException("the codec does not round-trip message " + index);
-    }
-    decoded.add(roundTripped);
-    eventCounts[index] = events.size();
-  }
-
-  private List<KvEvent> stores(long[] hashes, int[] tokens) {
-    List<KvEvent> events = new ArrayList<>();
-    for (int from = 0; from < hashes.length; from += blocksPerEvent) {
-      long[] blocks = Arrays.copyOfRange(hashes, from, from + blocksPerEvent);
-      int[] blockTokens = Arrays.copyOfRange(tokens, from * Workload.BLOCK_SIZE,
-          (from + blocksPerEvent) * Workload.BLOCK_SIZE);
-      events.add(KvEvent.BlockStored.of(blocks, from == 0 ? null : hashes[from - 1], blockTokens,
-          Workload.BLOCK_SIZE));
-    }
-    return events;
-  }
-
-  private static List<KvEvent> removals(long[] hashes) {
-    List<KvEvent> events = new ArrayList<>(hashes.length);
-    for (int i = hashes.length - 1; i >= 0; i--) {
-      events.add(KvEvent.BlockRemoved.of(hashes[i]));
-    }
-    return events;
+    EventStream stream = new EventStream(ids, blocksPerEvent, random);
+    senders = stream.senders;
+    payloads = stream.payloads;
+    decoded = stream.decoded;
+    eventCounts = stream.eventCounts;
   }
 
   /** Counts the work done; JMH reports each field per second. */

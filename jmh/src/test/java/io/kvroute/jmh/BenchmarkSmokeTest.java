@@ -92,4 +92,33 @@ class BenchmarkSmokeTest {
     assertEquals(BLOCKS, stats.entries());
     assertEquals(48.0 * 16_384 / BLOCKS, stats.bytesPerEntry(), 1e-9); // 40 B of table + 8 B of bucket heads
   }
+
+  @ParameterizedTest
+  @EnumSource(Match.class)
+  void mixedLoadRoutesEveryHitToItsOwnerWhileEventsStreamIn(Match match) throws InterruptedException {
+    MixedLoad load = new MixedLoad(MixedLoad.Options.parse("indexedBlocks=" + BLOCKS, "workers=8", "seconds=0.3",
+        "warmup=0.1", "selectThreads=1"));
+    MixedLoad.Point point = load.run(match, 0);
+    assertTrue(point.latency().getTotalCount() > 0, "select calls were recorded");
+    assertTrue(point.achievedRate() > 0, "events were applied while recording");
+    assertEquals(0, point.misroutedHits(), "a hit goes to the worker holding the prompt");
+    IndexStats stats = load.router().indexer().stats();
+    assertEquals(0, stats.unknownRemovals() + stats.orphanBlocks() + stats.invalidEvents());
+    MixedLoad.Point paced = load.run(match, 100_000);
+    assertTrue(paced.latency().getTotalCount() > 0);
+  }
+
+  @Test
+  void socketIngestionAppliesEveryPublishedBatch() throws InterruptedException {
+    int batch = 16;
+    SocketIngestion.Result result = SocketIngestion.run(BLOCKS, 8, batch, 0.2, 0.3, 4096);
+    assertEquals(0, result.stats().gaps() + result.stats().decodeErrors() + result.stats().droppedEvents());
+    assertEquals(result.published(), result.stats().batches(), "every published batch is applied");
+    assertTrue(result.blocksPerSecond() > 0);
+    // The stream stores every prompt then evicts every prompt; the index is back at its size after each cycle.
+    int cycle = 2 * SocketIngestion.PROMPTS * IngestionBenchmark.PROMPT_BLOCKS / batch;
+    long inCycle = result.published() % cycle;
+    long outstanding = batch * (inCycle <= cycle / 2 ? inCycle : cycle - inCycle);
+    assertEquals(result.indexEntriesBefore() + outstanding, result.indexEntriesAfter());
+  }
 }
