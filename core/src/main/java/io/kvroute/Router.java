@@ -696,8 +696,29 @@ public final class Router {
         return;
       }
       indexer.apply(worker, event);
+      applied(worker, state);
+    }
+
+    /** One registry look-up per batch; the index applies it in chunks (see {@link KvIndexer#applyAll}). */
+    @Override
+    public void applyAll(WorkerId worker, List<? extends KvEvent> events) {
+      WorkerRegistry.WorkerState state = registry.state(worker);
+      if (state == null) {
+        for (KvEvent event : events) {
+          listener.onEventForUnknownWorker(worker, event);
+        }
+        return;
+      }
+      if (events.isEmpty()) {
+        return;
+      }
+      indexer.applyAll(worker, events);
+      applied(worker, state);
+    }
+
+    private void applied(WorkerId worker, WorkerRegistry.WorkerState state) {
       if (!registry.contains(worker)) {
-        indexer.removeWorker(worker); // removed while the event was applied
+        indexer.removeWorker(worker); // removed while the events were applied
       } else if (!state.eventSeen) {
         state.eventSeen = true; // the first event: the index speaks for this worker unless its stream breaks
         state.updateMode();

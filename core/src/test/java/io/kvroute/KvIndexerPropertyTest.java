@@ -2,8 +2,11 @@ package io.kvroute;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedList;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.SplittableRandom;
@@ -48,32 +51,60 @@ class KvIndexerPropertyTest {
     }
     int steps = 150 + random.nextInt(100);
     Object lastEvent = null;
+    // Odd seeds deliver stores and removals as a subscriber does, in batches of one worker's events through
+    // applyAll (chunked, prepared under the shared lock); the model applies each event at once, and every other
+    // operation, queries included, first flushes the batch.
+    Batch batch = seed % 2 == 1 ? new Batch(index, random) : null;
     for (int step = 0; step < steps; step++) {
       int w = random.nextInt(WORKERS.length);
       WorkerId worker = WORKERS[w];
+      if (batch != null && (worker != batch.worker || random.nextInt(6) == 0)) {
+        batch.flush();
+        batch.worker = worker;
+      }
       int op = random.nextInt(100);
       // Now and then the worker hashes with a second salt: the same content under other engine hashes (shadows).
       long salt = random.nextInt(4) == 0 ? altSalts[w] : salts[w];
       if (op < 55) {
         KvEvent.BlockStored event = randomStore(random, docs, salt);
         lastEvent = event;
-        index.apply(worker, event);
+        if (batch != null) {
+          batch.events.add(event);
+        } else {
+          index.apply(worker, event);
+        }
         model.store(worker, event);
       } else if (op < 80) {
         KvEvent.BlockRemoved event = randomRemove(random, docs, salt);
-        index.apply(worker, event);
+        if (batch != null) {
+          batch.events.add(event);
+        } else {
+          index.apply(worker, event);
+        }
         model.remove(worker, event);
       } else if (op < 84) {
+        if (batch != null) {
+          batch.flush();
+        }
         index.apply(worker, KvEvent.AllBlocksCleared.INSTANCE);
         model.clear(worker);
       } else if (op < 86) {
+        if (batch != null) {
+          batch.flush();
+        }
         index.removeWorker(worker);
         model.removeWorker(worker);
       } else {
+        if (batch != null) {
+          batch.flush();
+        }
         long[] query = randomQuery(random, docs);
         assertEquals(model.match(query), index.findMatches(query), "step " + step + " query");
       }
       if (step % 25 == 0 || Boolean.getBoolean("kv.debug")) {
+        if (batch != null) {
+          batch.flush();
+        }
         index.checkInvariants();
       }
       if (Boolean.getBoolean("kv.debug")) {
@@ -86,6 +117,9 @@ class KvIndexerPropertyTest {
         }
       }
     }
+    if (batch != null) {
+      batch.flush();
+    }
     index.checkInvariants();
     for (int[] doc : docs) {
       long[] query = HASHER.sequenceHashes(doc);
@@ -95,6 +129,26 @@ class KvIndexerPropertyTest {
     assertEquals(model.size(), stats.entries(), "entries");
     for (WorkerId worker : WORKERS) {
       assertEquals(model.entriesOf(worker), index.entriesOf(worker), "entries of " + worker);
+    }
+  }
+
+  /** One worker's pending events, applied with {@link KvIndexer#applyAll} at a flush; a list of random kind. */
+  private static final class Batch {
+    final KvIndexer index;
+    final SplittableRandom random;
+    final List<KvEvent> events = new ArrayList<>();
+    WorkerId worker = WORKERS[0];
+
+    Batch(KvIndexer index, SplittableRandom random) {
+      this.index = index;
+      this.random = random;
+    }
+
+    void flush() {
+      if (!events.isEmpty()) {
+        index.applyAll(worker, random.nextBoolean() ? List.copyOf(events) : new LinkedList<>(events));
+        events.clear();
+      }
     }
   }
 

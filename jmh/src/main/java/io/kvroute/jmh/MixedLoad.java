@@ -39,6 +39,7 @@ import org.HdrHistogram.Histogram;
  * {@code seconds} (3), {@code warmup} (2), {@code bisect} (3), {@code p99LimitMicros} (10).
  */
 public final class MixedLoad {
+  private static final long MAX_LAG_NANOS = 2_000_000;
   private final Options options;
   private final Router router;
   private final EventStream stream;
@@ -161,8 +162,8 @@ public final class MixedLoad {
           }
           now = System.nanoTime();
         }
-        // Behind by more than a millisecond (the machine stalled us): start afresh instead of bursting to catch up.
-        due = now - due > 1_000_000 ? now + interval : due + interval;
+        // Keep the schedule (an open-loop rate), but after a stall of the machine catch up at most 2 ms of work.
+        due = Math.max(due, now - MAX_LAG_NANOS) + interval;
       }
       sink.applyAll(stream.senders[i], stream.decoded.get(i));
       if (control.recording) {
