@@ -69,6 +69,12 @@ public final class KvEventCodec {
   private static final byte[] TAG_STORED = ascii("BlockStored");
   private static final byte[] TAG_REMOVED = ascii("BlockRemoved");
   private static final byte[] TAG_CLEARED = ascii("AllBlocksCleared");
+  // Media that StorageTier.fromMedium names, decoded without allocating a string.
+  private static final String[] KNOWN_MEDIA = {"GPU", "CPU", "CPU_PINNED", "CPU_TIER1", "DEVICE", "CUDA", "HOST"};
+  private static final byte[][] KNOWN_MEDIA_BYTES =
+      java.util.Arrays.stream(KNOWN_MEDIA).map(KvEventCodec::ascii).toArray(byte[][]::new);
+  // Events a batch's list is first sized for: its declared count, up to this bound (a count is untrusted input).
+  private static final int PRESIZED_EVENTS = 1024;
 
   /** The largest data-parallel rank a batch may name. */
   static final int MAX_DATA_PARALLEL_RANK = 65_535;
@@ -312,7 +318,7 @@ public final class KvEventCodec {
     DecodedBatch batch() {
       double ts = 0;
       boolean haveTs = false;
-      List<KvEvent> events = null;
+      ArrayList<KvEvent> events = null;
       int[] groups = null;
       Integer rank = null;
       if (r.peekType() == MsgpackReader.ARRAY) {
@@ -383,9 +389,11 @@ public final class KvEventCodec {
       return (int) r.readLong(0, MAX_DATA_PARALLEL_RANK, "data_parallel_rank");
     }
 
-    private int[] events(List<KvEvent> out) {
+    private int[] events(ArrayList<KvEvent> out) {
       int n = r.readArrayHeader();
-      int[] groups = new int[Math.min(n, 16)]; // grown on demand: n counts declared events, not decoded ones
+      // Sized for the declared count, up to a bound: n is untrusted, and counts declared events, not decoded ones.
+      out.ensureCapacity(Math.min(n, PRESIZED_EVENTS));
+      int[] groups = new int[Math.min(n, PRESIZED_EVENTS)];
       int count = 0;
       for (int i = 0; i < n; i++) {
         int start = r.position();
@@ -458,7 +466,7 @@ public final class KvEventCodec {
         } else if (keyIs(keyStart, len, BLOCK_SIZE)) {
           blockSize = (int) r.readLong(0, Integer.MAX_VALUE, "block_size");
         } else if (keyIs(keyStart, len, MEDIUM)) {
-          medium = optionalString();
+          medium = medium();
         } else if (keyIs(keyStart, len, LORA_NAME)) {
           loraName = optionalString();
         } else if (keyIs(keyStart, len, EXTRA_KEYS)) {
@@ -513,7 +521,7 @@ public final class KvEventCodec {
           i++;
         }
         if (i < n) {
-          medium = optionalString();
+          medium = medium();
           i++;
         }
         if (i < n) { // lora_name; SGLang's metadata map sits here in its 8-element form
@@ -543,7 +551,7 @@ public final class KvEventCodec {
         hashes = hashes();
         i = 2;
         if (i < n) {
-          medium = optionalString();
+          medium = medium();
           i++;
         }
         if (i < n) {
@@ -656,6 +664,44 @@ public final class KvEventCodec {
 
     private int token() {
       return (int) r.readLong(Integer.MIN_VALUE, 0xFFFF_FFFFL, "token id");
+    }
+
+    /**
+     * The medium of an event: one of the names {@link StorageTier#fromMedium} knows, matched in place (ignoring
+     * case, as it does) so that the common event allocates no string; any other string is read as such.
+     */
+    private @Nullable String medium() {
+      if (r.peekType() != MsgpackReader.STRING) {
+        r.skipValue();
+        return null;
+      }
+      int start = r.position();
+      int len = r.readStringHeader();
+      int at = r.position();
+      for (int m = 0; m < KNOWN_MEDIA.length; m++) {
+        if (asciiEqualsIgnoreCase(at, len, KNOWN_MEDIA_BYTES[m])) {
+          r.skipBytes(len);
+          return KNOWN_MEDIA[m];
+        }
+      }
+      r.position(start);
+      return r.readString();
+    }
+
+    private boolean asciiEqualsIgnoreCase(int at, int len, byte[] upper) {
+      if (len != upper.length) {
+        return false;
+      }
+      for (int i = 0; i < len; i++) {
+        int c = r.byteAt(at + i);
+        if (c >= 'a' && c <= 'z') {
+          c -= 'a' - 'A';
+        }
+        if (c != upper[i]) {
+          return false;
+        }
+      }
+      return true;
     }
 
     private @Nullable String optionalString() {
