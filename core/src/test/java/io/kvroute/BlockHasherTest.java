@@ -81,6 +81,42 @@ class BlockHasherTest {
   }
 
   @Test
+  void sixteenTokenPathEqualsGeneralXxh3() {
+    SplittableRandom random = new SplittableRandom(16);
+    for (int trial = 0; trial < 2_000; trial++) {
+      int[] input = new int[16 + 5];
+      for (int i = 0; i < input.length; i++) {
+        input[i] = random.nextInt();
+      }
+      int offset = random.nextInt(6);
+      long seed = trial % 3 == 0 ? BlockHasher.SEED : random.nextLong();
+      assertEquals(LongHashFunction.xx3(seed).hashInts(input, offset, 16), Xxh3.hashInts16(input, offset, seed),
+          "offset=" + offset + " seed=" + seed);
+    }
+  }
+
+  @Test
+  void sequenceHashesChainTheLocalHashesOfEveryBlock() {
+    // The 16-token fast path of sequenceHashes against the definition: local hash per block, chained.
+    SplittableRandom random = new SplittableRandom(17);
+    BlockHasher hasher = BlockHasher.of(16);
+    for (String lora : new String[] {null, "adapter-a"}) {
+      int[] tokens = random.ints(16 * 9 + 7, 0, 128_256).toArray();
+      long[] out = new long[9];
+      assertEquals(9, hasher.sequenceHashes(tokens, tokens.length, lora, null, out));
+      long previous = 0;
+      for (int b = 0; b < 9; b++) {
+        long local = hasher.localHash(tokens, b * 16, lora, null);
+        if (lora == null) {
+          assertEquals(LongHashFunction.xx3(BlockHasher.SEED).hashInts(tokens, b * 16, 16), local);
+        }
+        previous = b == 0 ? local : BlockHasher.sequenceHash(previous, local);
+        assertEquals(previous, out[b], "block " + b + " lora " + lora);
+      }
+    }
+  }
+
+  @Test
   void partialLastBlockIsIgnored() {
     long[] full = FOUR.sequenceHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8});
     long[] partial = FOUR.sequenceHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
