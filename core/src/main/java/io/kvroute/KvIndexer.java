@@ -72,7 +72,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private static final int NIL = -1;
   private static final int INITIAL_CAPACITY = 1024;
   private static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
-  private static final int GATHER = 16; // blocks whose bucket heads are fetched together when matching
+  private static final int GATHER = 16; // blocks whose bucket heads are fetched together when matching, at first
+  private static final int MAX_GATHER = 128; // and at most, once the prompt keeps matching (1 KB of scratch)
   // Blocks of small events applyAll applies per hold of the write lock. A block costs 0.1 to 0.3 us to apply once
   // its index lines are in cache, so a chunk holds readers back a few microseconds at most, and a chunk's
   // independent cache misses (about 3 per block) are about what one core keeps in flight. Larger events are
@@ -683,8 +684,11 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     long[] table = this.table;
     int touched = 0;
     int mask = seqHeads.length - 1;
-    // Block 0 alone first, so that a miss costs one lookup; then chunks of GATHER blocks.
-    for (int chunk = 0, end = Math.min(count, 1); chunk < count; chunk = end, end = Math.min(count, end + GATHER)) {
+    // Block 0 alone first, so that a miss costs one lookup; then chunks of GATHER blocks, doubling up to
+    // MAX_GATHER: a long hit waits for a few rounds of loads instead of three per 16 blocks, while a partial hit
+    // fetches at most about twice the blocks it matched.
+    for (int chunk = 0, size = 1; chunk < count; size = size == 1 ? GATHER : Math.min(MAX_GATHER, size * 2)) {
+      int end = Math.min(count, chunk + size);
       // Gather the chunk's bucket heads and first entries first: these loads are independent of each other, so the
       // CPU overlaps their cache misses instead of waiting for one block's entry before asking for the next one's.
       // Two rounds: the heads and their entries' links, then the second entries (a chain holds about two).
@@ -730,6 +734,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           return touched;
         }
       }
+      chunk = end;
     }
     return touched;
   }
@@ -1360,8 +1365,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     int[] depth = new int[16];
     int[] gpuDepth = new int[16];
     int[] touched = new int[16];
-    final int[] heads = new int[GATHER];
-    final int[] next = new int[GATHER];
+    final int[] heads = new int[MAX_GATHER];
+    final int[] next = new int[MAX_GATHER];
     long sink; // keeps the gathering loads from being optimised away
 
     void ensureSlots(int slots) {
