@@ -6,6 +6,7 @@ package io.kvroute.openai;
  * <p>Its message names what was wrong and, for input, the character offset where it was found.
  */
 public final class JsonException extends IllegalArgumentException {
+  /** The serialized form's version. */
   private static final long serialVersionUID = 1L;
 
   private final int offset;

@@ -8,6 +8,7 @@ import org.jspecify.annotations.Nullable;
  * {@code error.param}.
  */
 public final class OpenAiRequestException extends IllegalArgumentException {
+  /** The serialized form's version. */
   private static final long serialVersionUID = 1L;
 
   private final @Nullable String param;
