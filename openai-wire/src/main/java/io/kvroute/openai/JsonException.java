@@ -9,6 +9,7 @@ public final class JsonException extends IllegalArgumentException {
   /** The serialized form's version. */
   private static final long serialVersionUID = 1L;
 
+  /** Where in the input the error was found, or -1. */
   private final int offset;
 
   /**

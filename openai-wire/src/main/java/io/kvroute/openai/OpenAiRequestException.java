@@ -11,6 +11,7 @@ public final class OpenAiRequestException extends IllegalArgumentException {
   /** The serialized form's version. */
   private static final long serialVersionUID = 1L;
 
+  /** The member at fault, or null. */
   private final @Nullable String param;
 
   /**
