@@ -352,7 +352,6 @@ public final class Router {
       throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
     }
     WorkerRegistry.WorkerState chosen = candidateStates[choice];
-    boolean probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe();
     int matched = candidates.overlapBlocks(choice);
     int[] tokens = request.tokens();
     long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
@@ -362,7 +361,8 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
-    routing.probe = probe;
+    // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
+    routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
     if (!admission.book(routing)) {
       throw new IllegalStateException("worker " + chosen.worker.id() + " lost its slot under the admission lock");
     }
@@ -684,6 +684,11 @@ public final class Router {
   /** Drops events of workers that are not registered, so removed workers cannot come back through late events. */
   private final class RegisteredWorkersSink implements KvEventSink {
     @Override
+    public boolean accepts(WorkerId worker) {
+      return registry.contains(worker);
+    }
+
+    @Override
     public void apply(WorkerId worker, KvEvent event) {
       WorkerRegistry.WorkerState state = registry.state(worker);
       if (state == null) {
@@ -742,9 +747,9 @@ public final class Router {
     /**
      * The longest prompt {@link Router#select} accepts, in tokens; longer ones are rejected with
      * {@link InvalidRouteRequestException} ({@link InvalidRouteRequestException.Reason#PROMPT_TOO_LONG}). The
-     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), is at least the context window of the models
-     * engines commonly serve, so no prompt an engine could accept is refused, while it bounds the work one
-     * selection does under the admission lock (a few milliseconds at most).
+     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), covers the context windows of the models engines
+     * commonly serve (up to 1M tokens; raise it for longer ones), while it bounds the work one selection does under
+     * the admission lock (about 0.4 ms at the limit) and the memory its booking holds.
      *
      * @param maxPromptTokens the bound
      * @return this builder

@@ -114,7 +114,11 @@ public final class Routing implements AutoCloseable {
     return state;
   }
 
-  /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
+  /**
+   * Marks the first output token: the worker's pending prompt tokens for this request are released. If the worker
+   * is not {@link HealthState#HEALTHY}, this also reports a success for it ({@link Router#reportSuccess}): a token
+   * proves it alive, and readmits it if this request was its half-open probe.
+   */
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
       admission.released(this);
