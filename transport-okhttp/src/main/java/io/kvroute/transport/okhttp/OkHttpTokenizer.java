@@ -2,7 +2,12 @@ package io.kvroute.transport.okhttp;
 
 import static java.lang.System.Logger.Level.DEBUG;
 
+import io.kvroute.FailureKind;
+import io.kvroute.HealthState;
+import io.kvroute.NoWorkerAvailableException;
+import io.kvroute.Router;
 import io.kvroute.Worker;
+import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
 import java.io.IOException;
 import java.net.URI;
@@ -38,13 +43,23 @@ import org.jspecify.annotations.Nullable;
  * strictly: a body that is not JSON, ids that are not non-negative 32-bit integers, or a count that differs from
  * the ids' number throw {@link TokenizeException}, as does any non-2xx status (with the server's error message).
  *
- * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers}, any
- * registered worker serving the request's model, taken in turn; a worker that cannot be connected to is skipped
- * for the next.
+ * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers} or
+ * {@link Builder#router}, any registered worker serving the request's model, taken in turn; a worker that cannot
+ * be connected to, or does not answer within the {@linkplain Builder#timeout timeout}, is skipped for the next
+ * (tokenizing has no side effect, so trying another worker duplicates nothing). With a router, only
+ * {@linkplain HealthState#HEALTHY healthy} workers are asked while any serves the model (suspect ones only when
+ * none is healthy, ejected and draining ones never), and a worker that cannot be connected to or times out is
+ * reported to the router's health model: a hung worker costs one request one timeout, then is skipped.
+ * When no registered worker serves the model at all, {@link NoWorkerAvailableException} (404,
+ * {@link NoWorkerAvailableException.Reason#NO_WORKER_FOR_MODEL}) is thrown.
  */
 public final class OkHttpTokenizer implements Tokenizer {
-  /** The default bound of one call. */
-  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+  /**
+   * The default bound of one call, connecting included: 2 s. vLLM's {@code /tokenize} runs a fast tokenizer and
+   * the chat template in its API server, tens of milliseconds even for a context-window-long prompt; a server
+   * silent for 2 s is hung or overloaded, and the next worker is asked instead.
+   */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
   /** The default response size bound: 16 MiB, far beyond a 128k-token prompt's ids. */
   public static final long DEFAULT_MAX_RESPONSE_BYTES = 16 << 20;
   /** The default path of the tokenize endpoint. */
@@ -59,6 +74,7 @@ public final class OkHttpTokenizer implements Tokenizer {
   private final OkHttpClient client;
   private final @Nullable URI endpoint;
   private final @Nullable WorkerRegistry workers;
+  private final @Nullable Router router;
   private final String endpointName;
   private final String path;
   private final long maxResponseBytes;
@@ -68,13 +84,14 @@ public final class OkHttpTokenizer implements Tokenizer {
     OkHttpClient base = b.client != null ? b.client : new OkHttpClient();
     this.client = base.newBuilder().callTimeout(b.timeout).build();
     this.endpoint = b.endpoint;
-    this.workers = b.workers;
+    this.router = b.router;
+    this.workers = b.router != null ? b.router.workers() : b.workers;
     this.endpointName = b.endpointName;
     this.path = b.path;
     this.maxResponseBytes = b.maxResponseBytes;
   }
 
-  /** Returns a builder; set exactly one of {@link Builder#endpoint} and {@link Builder#workers}. */
+  /** Returns a builder; set exactly one of {@link Builder#endpoint}, {@link Builder#workers} and {@link Builder#router}. */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -171,21 +188,44 @@ public final class OkHttpTokenizer implements Tokenizer {
     if (endpoint != null) {
       return call(endpoint, body);
     }
-    List<URI> candidates = candidates(model);
+    List<Worker> serving = new ArrayList<>();
+    List<Candidate> candidates = candidates(model, serving);
+    int unroutable = 0;
+    for (Worker w : serving) {
+      HealthState h = router == null ? null : router.health(w.id());
+      if (h != null && !h.routable() && w.endpoint(endpointName) != null) {
+        unroutable++;
+      }
+    }
     if (candidates.isEmpty()) {
+      if (serving.isEmpty()) {
+        throw model != null
+            ? new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKER_FOR_MODEL,
+                "no registered worker serves model " + model + ", so its prompt cannot be tokenized")
+            : new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKERS,
+                "no worker is registered to tokenize on");
+      }
+      if (router != null && unroutable > 0) {
+        throw new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_UNHEALTHY, "all "
+            + serving.size() + " workers " + (model == null ? "" : "serving " + model + " ")
+            + "are ejected or draining; none to tokenize on");
+      }
       throw new IOException("no registered worker " + (model == null ? "" : "serving " + model + " ")
           + "has a '" + endpointName + "' endpoint to tokenize on");
     }
-    int start = Math.floorMod(next.getAndIncrement(), candidates.size());
+    int healthy = healthyCount(candidates);
+    int start = Math.floorMod(next.getAndIncrement(), healthy);
     IOException failure = null;
     for (int i = 0; i < candidates.size(); i++) {
-      URI uri = candidates.get((start + i) % candidates.size());
+      // Healthy candidates first, in turn; suspect ones (listed after them) only when every healthy one failed.
+      Candidate c = candidates.get(i < healthy ? (start + i) % healthy : i);
       try {
-        return call(uri, body);
+        return call(c.uri, body);
       } catch (TokenizeException e) {
         throw e; // the server answered: another one would answer alike
       } catch (IOException e) {
-        logger.log(DEBUG, () -> "tokenizing on " + uri + " failed; trying the next worker: " + e);
+        logger.log(DEBUG, () -> "tokenizing on " + c.uri + " failed; trying the next worker: " + e);
+        report(c, e);
         if (failure == null) {
           failure = e;
         } else {
@@ -196,15 +236,67 @@ public final class OkHttpTokenizer implements Tokenizer {
     throw failure;
   }
 
-  private List<URI> candidates(@Nullable String model) {
-    List<URI> uris = new ArrayList<>();
+  private void report(Candidate c, IOException e) {
+    Router r = router;
+    if (r == null) {
+      return;
+    }
+    for (WorkerId id : c.workers) {
+      r.reportFailure(id, RoutingForwarder.isConnectFailure(e) ? FailureKind.CONNECT_FAILED : FailureKind.TIMEOUT);
+    }
+  }
+
+  /** One tokenize endpoint and the workers registered with it; healthy ones are listed first. */
+  private record Candidate(URI uri, List<WorkerId> workers, boolean healthy) {}
+
+  private static int healthyCount(List<Candidate> candidates) {
+    int n = 0;
+    while (n < candidates.size() && candidates.get(n).healthy) {
+      n++;
+    }
+    return n == 0 ? candidates.size() : n; // none healthy: the suspect ones in turn
+  }
+
+  private List<Candidate> candidates(@Nullable String model, List<Worker> serving) {
+    List<Candidate> healthy = new ArrayList<>();
+    List<Candidate> suspect = new ArrayList<>();
     for (Worker worker : Objects.requireNonNull(workers).snapshot()) {
       URI uri = worker.endpoint(endpointName);
-      if (uri != null && worker.serves(model, null) && !uris.contains(uri)) {
-        uris.add(uri);
+      if (!worker.serves(model, null)) {
+        continue;
+      }
+      serving.add(worker);
+      if (uri == null) {
+        continue;
+      }
+      HealthState health = router == null ? HealthState.HEALTHY : router.health(worker.id());
+      if (health == null || !health.routable()) {
+        continue; // removed meanwhile, ejected or draining
+      }
+      List<Candidate> list = health == HealthState.HEALTHY ? healthy : suspect;
+      Candidate same = find(healthy, uri);
+      if (same == null) {
+        same = find(suspect, uri);
+      }
+      if (same != null) {
+        same.workers.add(worker.id()); // ranks of one server share its tokenizer
+      } else {
+        List<WorkerId> ids = new ArrayList<>(1);
+        ids.add(worker.id());
+        list.add(new Candidate(uri, ids, list == healthy));
       }
     }
-    return uris;
+    healthy.addAll(suspect);
+    return healthy;
+  }
+
+  private static @Nullable Candidate find(List<Candidate> candidates, URI uri) {
+    for (Candidate c : candidates) {
+      if (c.uri.equals(uri)) {
+        return c;
+      }
+    }
+    return null;
   }
 
   private int[] call(URI base, byte[] body) throws IOException {
@@ -282,6 +374,7 @@ public final class OkHttpTokenizer implements Tokenizer {
     private @Nullable OkHttpClient client;
     private @Nullable URI endpoint;
     private @Nullable WorkerRegistry workers;
+    private @Nullable Router router;
     private String endpointName = Worker.HTTP;
     private String path = DEFAULT_PATH;
     private Duration timeout = DEFAULT_TIMEOUT;
@@ -307,6 +400,15 @@ public final class OkHttpTokenizer implements Tokenizer {
     /** Tokenizes on the registered workers' {@linkplain #endpointName endpoints}, taken in turn. */
     public Builder workers(WorkerRegistry workers) {
       this.workers = Objects.requireNonNull(workers, "workers");
+      return this;
+    }
+
+    /**
+     * Tokenizes on the router's registered workers, as {@link #workers}, asking only healthy ones while any serves
+     * the model, and reporting those that cannot be connected to or time out to the router's health model.
+     */
+    public Builder router(Router router) {
+      this.router = Objects.requireNonNull(router, "router");
       return this;
     }
 
@@ -356,11 +458,13 @@ public final class OkHttpTokenizer implements Tokenizer {
     /**
      * Builds the tokenizer.
      *
-     * @throws IllegalStateException unless exactly one of {@link #endpoint} and {@link #workers} was set
+     * @throws IllegalStateException unless exactly one of {@link #endpoint}, {@link #workers} and {@link #router}
+     *     was set
      */
     public OkHttpTokenizer build() {
-      if ((endpoint == null) == (workers == null)) {
-        throw new IllegalStateException("set exactly one of endpoint and workers");
+      int set = (endpoint != null ? 1 : 0) + (workers != null ? 1 : 0) + (router != null ? 1 : 0);
+      if (set != 1) {
+        throw new IllegalStateException("set exactly one of endpoint, workers and router");
       }
       if (endpoint != null) {
         Urls.resolve(endpoint, path); // fail fast on a URI OkHttp cannot call
