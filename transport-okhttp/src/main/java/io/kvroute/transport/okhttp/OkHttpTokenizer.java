@@ -49,7 +49,9 @@ import org.jspecify.annotations.Nullable;
  * (tokenizing has no side effect, so trying another worker duplicates nothing). With a router, only
  * {@linkplain HealthState#HEALTHY healthy} workers are asked while any serves the model (suspect ones only when
  * none is healthy, ejected and draining ones never), and a worker that cannot be connected to or times out is
- * reported to the router's health model: a hung worker costs one request one timeout, then is skipped.
+ * reported to the router's health model: a hung worker costs one request one timeout, then is skipped. When
+ * every worker is ejected, one of them is asked, in turn, so that requests still reach the router, whose half-open
+ * probe readmits a worker that recovered.
  * When no registered worker serves the model at all, {@link NoWorkerAvailableException} (404,
  * {@link NoWorkerAvailableException.Reason#NO_WORKER_FOR_MODEL}) is thrown.
  */
@@ -205,10 +207,10 @@ public final class OkHttpTokenizer implements Tokenizer {
             : new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKERS,
                 "no worker is registered to tokenize on");
       }
-      if (router != null && unroutable > 0) {
-        throw new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_UNHEALTHY, "all "
+      if (router != null && unroutable > 0) { // every worker serving it drains
+        throw new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_DRAINING, "all "
             + serving.size() + " workers " + (model == null ? "" : "serving " + model + " ")
-            + "are ejected or draining; none to tokenize on");
+            + "are draining; none to tokenize on");
       }
       throw new IOException("no registered worker " + (model == null ? "" : "serving " + model + " ")
           + "has a '" + endpointName + "' endpoint to tokenize on");
@@ -260,6 +262,7 @@ public final class OkHttpTokenizer implements Tokenizer {
   private List<Candidate> candidates(@Nullable String model, List<Worker> serving) {
     List<Candidate> healthy = new ArrayList<>();
     List<Candidate> suspect = new ArrayList<>();
+    List<URI> ejected = new ArrayList<>();
     for (Worker worker : Objects.requireNonNull(workers).snapshot()) {
       URI uri = worker.endpoint(endpointName);
       if (!worker.serves(model, null)) {
@@ -270,8 +273,12 @@ public final class OkHttpTokenizer implements Tokenizer {
         continue;
       }
       HealthState health = router == null ? HealthState.HEALTHY : router.health(worker.id());
+      if (health == HealthState.EJECTED) {
+        ejected.add(uri);
+        continue;
+      }
       if (health == null || !health.routable()) {
-        continue; // removed meanwhile, ejected or draining
+        continue; // removed meanwhile, or draining
       }
       List<Candidate> list = health == HealthState.HEALTHY ? healthy : suspect;
       Candidate same = find(healthy, uri);
@@ -287,6 +294,18 @@ public final class OkHttpTokenizer implements Tokenizer {
       }
     }
     healthy.addAll(suspect);
+    if (healthy.isEmpty() && !ejected.isEmpty()) {
+      // Every worker is ejected: ask one of them, in turn, so that the request can reach the router, whose
+      // half-open probe readmits a recovered worker (without it, nothing would ever be routed again).
+      URI uri = ejected.get(Math.floorMod(next.get(), ejected.size()));
+      List<WorkerId> ids = new ArrayList<>();
+      for (Worker worker : Objects.requireNonNull(workers).snapshot()) {
+        if (uri.equals(worker.endpoint(endpointName))) {
+          ids.add(worker.id());
+        }
+      }
+      healthy.add(new Candidate(uri, ids, false));
+    }
     return healthy;
   }
 

@@ -56,7 +56,7 @@ class HealthAwareClientsTest {
   }
 
   @Test
-  void suspectWorkersAreAskedOnlyWhenNoneIsHealthyAndEjectedOnesNever() throws Exception {
+  void suspectWorkersAreAskedOnlyWhenNoneIsHealthy() throws Exception {
     Router router = Router.newBuilder().build();
     try (SimServer a = TestSupport.startSim(router, WorkerId.of("a"), 20);
         SimServer b = TestSupport.startSim(router, WorkerId.of("b"), 20)) {
