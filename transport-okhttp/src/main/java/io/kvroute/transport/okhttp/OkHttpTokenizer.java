@@ -10,6 +10,7 @@ import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -17,7 +18,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import okhttp3.Call;
+import okhttp3.Callback;
+import okhttp3.Dispatcher;
 import okhttp3.MediaType;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
@@ -46,7 +52,9 @@ import org.jspecify.annotations.Nullable;
  * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers} or
  * {@link Builder#router}, any registered worker serving the request's model, taken in turn; a worker that cannot
  * be connected to, or does not answer within the {@linkplain Builder#timeout timeout}, is skipped for the next
- * (tokenizing has no side effect, so trying another worker duplicates nothing). With a router, only
+ * (tokenizing has no side effect, so trying another worker duplicates nothing); one that has not answered within
+ * the {@linkplain Builder#hedgeDelay hedge delay} is hedged: the next healthy worker is asked too, and the first
+ * answer wins (hedged calls run on the client's dispatcher). With a router, only
  * {@linkplain HealthState#HEALTHY healthy} workers are asked while any serves the model (suspect ones only when
  * none is healthy, ejected and draining ones never), and a worker that cannot be connected to or times out is
  * reported to the router's health model: a hung worker costs one request one timeout, then is skipped. When
@@ -62,6 +70,13 @@ public final class OkHttpTokenizer implements Tokenizer {
    * silent for 2 s is hung or overloaded, and the next worker is asked instead.
    */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+  /**
+   * The default hedge delay: 100 ms. A {@code /tokenize} call of a chat prompt takes a few milliseconds; when the
+   * worker asked has not answered after 100 ms, the next healthy worker is asked as well and the first answer wins,
+   * so a worker that hangs before the health model knows costs a request 100 ms, not the timeout. Tokenizing has no
+   * side effect: a hedge costs only a second tokenization.
+   */
+  public static final Duration DEFAULT_HEDGE_DELAY = Duration.ofMillis(100);
   /** The default response size bound: 16 MiB, far beyond a 128k-token prompt's ids. */
   public static final long DEFAULT_MAX_RESPONSE_BYTES = 16 << 20;
   /** The default path of the tokenize endpoint. */
@@ -80,11 +95,21 @@ public final class OkHttpTokenizer implements Tokenizer {
   private final String endpointName;
   private final String path;
   private final long maxResponseBytes;
+  private final long hedgeDelayNanos;
   private final AtomicInteger next = new AtomicInteger();
 
   private OkHttpTokenizer(Builder b) {
-    OkHttpClient base = b.client != null ? b.client : new OkHttpClient();
+    OkHttpClient base;
+    if (b.client != null) {
+      base = b.client;
+    } else {
+      Dispatcher dispatcher = new Dispatcher();
+      dispatcher.setMaxRequests(256);
+      dispatcher.setMaxRequestsPerHost(64); // a hung worker's calls must not queue the healthy ones' behind them
+      base = new OkHttpClient.Builder().dispatcher(dispatcher).build();
+    }
     this.client = base.newBuilder().callTimeout(b.timeout).build();
+    this.hedgeDelayNanos = b.hedgeDelay.toNanos();
     this.endpoint = b.endpoint;
     this.router = b.router;
     this.workers = b.router != null ? b.router.workers() : b.workers;
@@ -217,25 +242,97 @@ public final class OkHttpTokenizer implements Tokenizer {
     }
     int healthy = healthyCount(candidates);
     int start = Math.floorMod(next.getAndIncrement(), healthy);
-    IOException failure = null;
+    List<Candidate> order = new ArrayList<>(candidates.size());
     for (int i = 0; i < candidates.size(); i++) {
       // Healthy candidates first, in turn; suspect ones (listed after them) only when every healthy one failed.
-      Candidate c = candidates.get(i < healthy ? (start + i) % healthy : i);
+      order.add(candidates.get(i < healthy ? (start + i) % healthy : i));
+    }
+    return hedged(order, healthy, body);
+  }
+
+  /** One finished tokenize call: tokens, or the failure. */
+  private record Outcome(Candidate candidate, int @Nullable [] tokens, @Nullable IOException error) {}
+
+  /**
+   * Asks {@code order[0]}; when it has not answered within the hedge delay, also the next of the first
+   * {@code hedgeable} candidates, and so on; a failure moves on to the next candidate at once. The first tokens
+   * win. Calls still running when this returns go on to their end, so that a hung worker's timeout is reported.
+   */
+  private int[] hedged(List<Candidate> order, int hedgeable, byte[] body) throws IOException {
+    LinkedBlockingQueue<Outcome> done = new LinkedBlockingQueue<>();
+    int started = 0;
+    int finished = 0;
+    IOException failure = null;
+    enqueue(order.get(started++), body, done);
+    long hedgeAt = System.nanoTime() + hedgeDelayNanos;
+    while (true) {
+      Outcome o;
       try {
-        return call(c.uri, body);
-      } catch (TokenizeException e) {
-        throw e; // the server answered: another one would answer alike
-      } catch (IOException e) {
-        logger.log(DEBUG, () -> "tokenizing on " + c.uri + " failed; trying the next worker: " + e);
-        report(c, e);
-        if (failure == null) {
-          failure = e;
-        } else {
-          failure.addSuppressed(e);
-        }
+        o = started < hedgeable ? done.poll(Math.max(0, hedgeAt - System.nanoTime()), TimeUnit.NANOSECONDS)
+            : done.take(); // every call ends within the timeout
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted while tokenizing");
+      }
+      if (o == null) { // late: ask the next healthy worker too (tokenizing has no side effect); the first wins
+        Candidate c = order.get(started++);
+        logger.log(DEBUG, () -> "tokenizing is slow; also asking " + c.uri);
+        enqueue(c, body, done);
+        hedgeAt = System.nanoTime() + hedgeDelayNanos;
+        continue;
+      }
+      finished++;
+      if (o.tokens != null) {
+        return o.tokens;
+      }
+      IOException e = Objects.requireNonNull(o.error);
+      if (e instanceof TokenizeException refused) {
+        throw refused; // the server answered: another one would answer alike
+      }
+      logger.log(DEBUG, () -> "tokenizing on " + o.candidate.uri + " failed; trying the next worker: " + e);
+      if (failure == null) {
+        failure = new IOException("tokenizing failed on every worker asked: " + e, e);
+      } else {
+        failure.addSuppressed(e);
+      }
+      if (started < order.size()) {
+        enqueue(order.get(started++), body, done);
+        hedgeAt = System.nanoTime() + hedgeDelayNanos;
+      } else if (finished == started) {
+        throw failure;
       }
     }
-    throw failure;
+  }
+
+  private void enqueue(Candidate c, byte[] body, LinkedBlockingQueue<Outcome> done) {
+    Call call;
+    try {
+      call = client.newCall(request(c.uri, body));
+    } catch (IllegalArgumentException e) {
+      done.add(new Outcome(c, null, new IOException("cannot call " + c.uri + ": " + e.getMessage(), e)));
+      return;
+    }
+    call.enqueue(new Callback() {
+      @Override
+      public void onFailure(Call call, IOException e) {
+        report(c, e);
+        done.add(new Outcome(c, null, e));
+      }
+
+      @Override
+      public void onResponse(Call call, Response response) {
+        try (response) {
+          done.add(new Outcome(c, read(response), null));
+        } catch (TokenizeException e) {
+          done.add(new Outcome(c, null, e));
+        } catch (IOException e) {
+          report(c, e);
+          done.add(new Outcome(c, null, e));
+        } catch (RuntimeException e) {
+          done.add(new Outcome(c, null, new IOException("reading the tokenize response failed: " + e, e)));
+        }
+      }
+    });
   }
 
   private void report(Candidate c, IOException e) {
@@ -319,23 +416,30 @@ public final class OkHttpTokenizer implements Tokenizer {
   }
 
   private int[] call(URI base, byte[] body) throws IOException {
-    Request request = new Request.Builder().url(Urls.resolve(base, path))
+    try (Response response = client.newCall(request(base, body)).execute()) {
+      return read(response);
+    }
+  }
+
+  private Request request(URI base, byte[] body) {
+    return new Request.Builder().url(Urls.resolve(base, path))
         .header("Accept", "application/json")
         .post(RequestBody.create(body, JSON))
         .build();
-    try (Response response = client.newCall(request).execute()) {
-      BufferedSource source = response.body().source();
-      if (!response.isSuccessful()) {
-        boolean truncated = source.request(MAX_ERROR_BYTES + 1);
-        byte[] bytes = truncated ? source.readByteArray(MAX_ERROR_BYTES) : source.readByteArray();
-        throw new TokenizeException("tokenize failed with HTTP " + response.code() + ": " + errorMessage(bytes),
-            response.code(), null);
-      }
-      if (source.request(maxResponseBytes + 1)) {
-        throw new TokenizeException("the tokenize response exceeds " + maxResponseBytes + " bytes", -1, null);
-      }
-      return parseTokens(source.readByteArray());
+  }
+
+  private int[] read(Response response) throws IOException {
+    BufferedSource source = response.body().source();
+    if (!response.isSuccessful()) {
+      boolean truncated = source.request(MAX_ERROR_BYTES + 1);
+      byte[] bytes = truncated ? source.readByteArray(MAX_ERROR_BYTES) : source.readByteArray();
+      throw new TokenizeException("tokenize failed with HTTP " + response.code() + ": " + errorMessage(bytes),
+          response.code(), null);
     }
+    if (source.request(maxResponseBytes + 1)) {
+      throw new TokenizeException("the tokenize response exceeds " + maxResponseBytes + " bytes", -1, null);
+    }
+    return parseTokens(source.readByteArray());
   }
 
   /** Reads {@code {"tokens": [...], "count": N, ...}} strictly. */
@@ -398,8 +502,25 @@ public final class OkHttpTokenizer implements Tokenizer {
     private String path = DEFAULT_PATH;
     private Duration timeout = DEFAULT_TIMEOUT;
     private long maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES;
+    private Duration hedgeDelay = DEFAULT_HEDGE_DELAY;
 
     private Builder() {}
+
+    /**
+     * With {@link #workers} or {@link #router}: how long to wait for a worker's answer before also asking the next
+     * healthy one (default {@link #DEFAULT_HEDGE_DELAY}); the first answer wins. A delay of at least the timeout
+     * turns hedging off.
+     *
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder hedgeDelay(Duration hedgeDelay) {
+      Objects.requireNonNull(hedgeDelay, "hedgeDelay");
+      if (hedgeDelay.isNegative()) {
+        throw new IllegalArgumentException("hedgeDelay must not be negative but was " + hedgeDelay);
+      }
+      this.hedgeDelay = hedgeDelay;
+      return this;
+    }
 
     /** The client to derive the tokenizer's from, sharing its pools (default: a new client). */
     public Builder client(OkHttpClient client) {

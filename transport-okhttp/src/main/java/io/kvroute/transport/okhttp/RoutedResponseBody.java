@@ -33,10 +33,14 @@ final class RoutedResponseBody extends ResponseBody {
   /** Set once the outcome was reported, or the caller gave up on the body: nothing more is reported. */
   private volatile boolean settled;
 
-  RoutedResponseBody(ResponseBody delegate, Routing routing, boolean watchForToken, @Nullable Router reportTo) {
+  private final Runnable onFailure;
+
+  RoutedResponseBody(ResponseBody delegate, Routing routing, boolean watchForToken, @Nullable Router reportTo,
+      Runnable onFailure) {
     this.delegate = delegate;
     this.routing = routing;
     this.reportTo = reportTo;
+    this.onFailure = onFailure;
     this.detector = FirstTokenDetector.of(delegate.contentType());
     this.firstTokenSeen = !watchForToken;
   }
@@ -79,6 +83,7 @@ final class RoutedResponseBody extends ResponseBody {
     } else {
       router.reportFailure(routing.workerId(), failure instanceof InterruptedIOException ? FailureKind.TIMEOUT
           : FailureKind.STREAM_CUT);
+      onFailure.run();
     }
   }
 

@@ -3,6 +3,7 @@ package io.kvroute.transport.okhttp;
 import static java.lang.System.Logger.Level.DEBUG;
 
 import io.kvroute.FailureKind;
+import io.kvroute.HealthState;
 import io.kvroute.InvalidRouteRequestException;
 import io.kvroute.NoWorkerAvailableException;
 import io.kvroute.RouteRequest;
@@ -384,10 +385,22 @@ public final class RoutingForwarder {
           + " processing it", e);
     }
     a.routing.close();
+    evictIdleConnections();
     if (earlier != null) {
       u.addSuppressed(earlier);
     }
     return u;
+  }
+
+  /**
+   * Closes the pool's idle connections after a worker failed or before a probe of an ejected worker. A connection
+   * kept alive to a process that died (or was replaced by a restart on the same port) looks healthy to OkHttp for
+   * 10 s; a request written onto it fails after it was sent, which is never retried (the engine might have read
+   * it). OkHttp cannot evict one host's connections, so all idle ones go: reconnecting costs a round trip, and
+   * failures are rare.
+   */
+  private void evictIdleConnections() {
+    streamingClient.connectionPool().evictAll();
   }
 
   private UpstreamException connectFailed(Attempt a, IOException e, @Nullable UpstreamException earlier,
@@ -498,6 +511,9 @@ public final class RoutingForwarder {
       List<WorkerId> failed) {
     Routing routing = router.select(routeRequest(request, tokens, failed));
     try {
+      if (router.health(routing.workerId()) == HealthState.EJECTED) {
+        evictIdleConnections(); // this request is the half-open probe: the worker was down, its connections are stale
+      }
       URI base = routing.worker().endpoint(endpointName);
       if (base == null) {
         return new Attempt(routing, null, stream);
@@ -632,7 +648,8 @@ public final class RoutingForwarder {
       } else if (!ok) {
         router.reportSuccess(id); // a 4xx: the worker is alive and answering
       }
-      RoutedResponseBody body = new RoutedResponseBody(response.body(), a.routing, ok, ok ? router : null);
+      RoutedResponseBody body = new RoutedResponseBody(response.body(), a.routing, ok, ok ? router : null,
+          this::evictIdleConnections);
       Response routed = response.newBuilder().body(body).build();
       return new ForwardedResponse(routed, body, a.routing, Objects.requireNonNull(a.call), List.copyOf(failed));
     } catch (RuntimeException | Error e) {

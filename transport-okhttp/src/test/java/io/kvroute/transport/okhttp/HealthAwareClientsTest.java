@@ -24,35 +24,47 @@ class HealthAwareClientsTest {
   private static final SimTokenizer TOKENIZER = SimTokenizer.standard();
 
   /**
-   * Issue 8 item 3: a hung worker made about one request in three wait out the tokenizer's timeout, since the
-   * tokenizer rotated through every worker. Now the first timeout marks it suspect and it is asked no more.
+   * Issue 8 item 3: a hung worker made about one request in three wait out the tokenizer's timeout (10 s), since the
+   * tokenizer rotated through every worker. Now a late answer is hedged on the next healthy worker, the hung
+   * worker's timeout marks it suspect, and it is asked no more.
    */
   @Test
-  void aHungWorkerCostsTokenizationOneBudgetThenIsSkipped() throws Exception {
+  void aHungWorkerNeverMakesTokenizationWaitOutItsTimeoutAndIsSkippedOnceSuspect() throws Exception {
     Router router = Router.newBuilder().build();
     WorkerId hungId = WorkerId.of("hung");
     try (SimServer a = TestSupport.startSim(router, WorkerId.of("a"), 20);
         SimServer b = TestSupport.startSim(router, WorkerId.of("b"), 20);
         TestSupport.HungServer hung = new TestSupport.HungServer()) {
       router.addWorker(Worker.newBuilder(hungId).endpoint(Worker.HTTP, hung.uri()).model(MODEL).build());
-      Duration budget = Duration.ofMillis(500);
+      Duration budget = Duration.ofSeconds(2);
       OkHttpTokenizer tokenizer = OkHttpTokenizer.newBuilder().router(router).timeout(budget).build();
       List<Long> millis = new ArrayList<>();
       assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
         for (int i = 0; i < 30; i++) {
-          String prompt = TestSupport.words("t" + i, 20);
-          long start = System.nanoTime();
-          int[] tokens = tokenizer.tokenize(MODEL, prompt);
-          millis.add((System.nanoTime() - start) / 1_000_000);
-          assertArrayEquals(TOKENIZER.encode(prompt), tokens, "call " + i);
+          millis.add(tokenizeTimed(tokenizer, "t" + i));
         }
       });
-      assertEquals(1, hung.connections.get(), "the hung worker was asked again after its timeout");
-      assertEquals(HealthState.SUSPECT, router.health(hungId));
-      long waited = millis.stream().filter(ms -> ms >= budget.toMillis()).count();
-      assertTrue(waited <= 1, "calls that waited out the budget: " + millis);
-      assertTrue(millis.stream().allMatch(ms -> ms < 10_000), "a call waited the old 10 s timeout: " + millis);
+      assertTrue(hung.connections.get() >= 1, "the hung worker was never asked: the test tests nothing");
+      assertTrue(millis.stream().allMatch(ms -> ms < budget.toMillis()), "a call waited out the timeout: " + millis);
+      TestSupport.await(() -> router.health(hungId) == HealthState.SUSPECT, "the hung worker's timeout reported");
+
+      int asked = hung.connections.get();
+      List<Long> after = new ArrayList<>();
+      for (int i = 0; i < 30; i++) {
+        after.add(tokenizeTimed(tokenizer, "s" + i));
+      }
+      assertEquals(asked, hung.connections.get(), "a suspect worker was asked while healthy ones serve");
+      assertTrue(after.stream().allMatch(ms -> ms < budget.toMillis()), after.toString());
     }
+  }
+
+  private static long tokenizeTimed(OkHttpTokenizer tokenizer, String tag) throws Exception {
+    String prompt = TestSupport.words(tag, 20);
+    long start = System.nanoTime();
+    int[] tokens = tokenizer.tokenize(MODEL, prompt);
+    long ms = (System.nanoTime() - start) / 1_000_000;
+    assertArrayEquals(TOKENIZER.encode(prompt), tokens, tag);
+    return ms;
   }
 
   @Test
