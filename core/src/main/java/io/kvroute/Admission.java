@@ -31,6 +31,7 @@ final class Admission {
   private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
 
   private final ReentrantLock lock = new ReentrantLock();
+  final int blockSize;
   private final long bookingTimeoutNanos;
   private final HealthReports health;
   private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
@@ -42,7 +43,8 @@ final class Admission {
   private @Nullable Routing newest;
   private int open;
 
-  Admission(long bookingTimeoutNanos, long randomSeed, HealthReports health) {
+  Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health) {
+    this.blockSize = blockSize;
     this.bookingTimeoutNanos = bookingTimeoutNanos;
     this.random = new SplittableRandom(randomSeed);
     this.health = health;
@@ -152,7 +154,7 @@ final class Admission {
     untrack(routing);
     pool.give(routing.hashes);
     if (routing.probe) {
-      state.health.probeAbandoned(); // no-op unless the probe ended without a success or failure reported
+      state.health.probeEnded(routing); // frees the probe if it ended with no success or failure reported
     }
   }
 

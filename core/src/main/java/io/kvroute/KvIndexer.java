@@ -102,6 +102,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private int slotHighWater;
 
   private long[] sortScratch = new long[64];
+  private long[] seqScratch = new long[64];
   private long prefetchSink; // keeps prefetching loads from being optimised away
   private long storedBlocks;
   private long removedBlocks;
@@ -234,8 +235,20 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
     }
     prefetchEngineChains(slotTier, hashes);
-    int orphans = 0;
     int[] tokens = event.tokenIds();
+    long[] seqs = null;
+    if (!tokenless && !orphan) {
+      // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
+      // can be fetched together, their cache misses overlapping instead of one per stored block.
+      seqs = seqScratch(blocks);
+      for (int i = 0; i < blocks; i++) {
+        long local = hasher.localHash(tokens, i * blockSize, event.loraName(), event.extraKeysOf(i));
+        seqs[i] = atRoot && i == 0 ? local : BlockHasher.sequenceHash(previous, local);
+        previous = seqs[i];
+      }
+      prefetchSeqChains(seqs, blocks);
+    }
+    int orphans = 0;
     for (int i = 0; i < blocks; i++) {
       long seq = 0;
       boolean blockOrphan = orphan;
@@ -247,9 +260,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           seq = table[twin * STRIDE + SEQ];
         }
       } else if (!orphan) {
-        long local = hasher.localHash(tokens, i * blockSize, event.loraName(), event.extraKeysOf(i));
-        seq = atRoot && i == 0 ? local : BlockHasher.sequenceHash(previous, local);
-        previous = seq;
+        seq = seqs[i];
       }
       if (blockOrphan) {
         orphans++;
@@ -275,6 +286,26 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
     }
     prefetchSink = sink;
+  }
+
+  /** Touches the sequence-hash buckets of an event's blocks and their first entries; see prefetchEngineChains. */
+  private void prefetchSeqChains(long[] seqs, int count) {
+    long sink = 0;
+    int mask = seqHeads.length - 1;
+    for (int i = 0; i < count; i++) {
+      int e = seqHeads[mix(seqs[i]) & mask];
+      if (e != NIL) {
+        sink += table[e * STRIDE + SEQ];
+      }
+    }
+    prefetchSink += sink;
+  }
+
+  private long[] seqScratch(int count) {
+    if (seqScratch.length < count) {
+      seqScratch = new long[Math.max(count, seqScratch.length * 2)];
+    }
+    return seqScratch;
   }
 
   private @Nullable String validate(KvEvent.BlockStored event, boolean tokenless) {

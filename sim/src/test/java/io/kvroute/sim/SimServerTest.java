@@ -219,7 +219,7 @@ class SimServerTest {
       KvIndexer indexer = KvIndexer.newBuilder().blockSize(16).build();
       WorkerId worker = WorkerId.of("sim");
       try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(indexer).build()) {
-        subscriber.addWorker("sim", events.kvEventsEndpoint(), events.kvEventsReplayEndpoint(), "kv-events", 1);
+        subscriber.addWorker(io.kvroute.WorkerId.of("sim"), events.kvEventsEndpoint(), events.kvEventsReplayEndpoint(), "kv-events", 1);
         subscriber.start();
         assertTrue(events.kvEventPublisher().awaitSubscribers(1, TIMEOUT));
         String prompt = words("zmq", 50);
