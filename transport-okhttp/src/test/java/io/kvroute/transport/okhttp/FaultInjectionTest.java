@@ -102,7 +102,7 @@ class FaultInjectionTest {
           }
         })
         .build();
-    events = KvEventSubscriber.newBuilder().sink(router.eventSink()).build();
+    events = KvEventSubscriber.newBuilder().sink(router.eventSink()).reportTo(router).build();
     events.start();
     ExecutorService starter = Executors.newFixedThreadPool(3);
     List<Future<SimProcess>> starting = new ArrayList<>();
@@ -128,7 +128,7 @@ class FaultInjectionTest {
     sims.put(sim.name, sim);
     router.addWorker(Worker.newBuilder(WorkerId.of(sim.name)).endpoint(Worker.HTTP, sim.http()).model(MODEL).build());
     if (subscribe) {
-      events.addWorker(sim.name, sim.events(), sim.replay(), "kv-events", 1);
+      events.addWorker(WorkerId.of(sim.name), sim.events(), sim.replay(), "kv-events", 1);
     }
   }
 
@@ -292,7 +292,7 @@ class FaultInjectionTest {
     SimProcess w3 = SimProcess.start("w3", received, "--speedup", FAST);
     register(w3, false);
     // Its events are subscribed on a port nothing publishes on: its index stays empty.
-    events.addWorker("w3", TestSupport.deadEndpoint().toString().replace("http", "tcp"), null, "kv-events", 1);
+    events.addWorker(WorkerId.of("w3"), TestSupport.deadEndpoint().toString().replace("http", "tcp"), null, "kv-events", 1);
     try {
       awaitServing(WorkerId.of("w3"));
       int prefixes = 24;
@@ -324,7 +324,7 @@ class FaultInjectionTest {
           + " new prefixes (fair share " + prefixes / 4 + "); " + repeatsKept + " of " + 2 * prefixes
           + " repeats went where their prefix went", healthy, "-");
     } finally {
-      events.removeWorker("w3");
+      events.removeWorker(WorkerId.of("w3"));
       router.removeWorker(WorkerId.of("w3"));
       w3.kill9();
     }
