@@ -100,6 +100,25 @@ class ForwarderFailureTest {
   }
 
   @Test
+  void anAsyncStreamedRequestToAHungWorkerFailsWith504Too() throws Exception {
+    Router router = Router.newBuilder().build();
+    WorkerId hungId = WorkerId.of("hung");
+    try (TestSupport.HungServer hung = new TestSupport.HungServer()) {
+      router.addWorker(Worker.of(hungId, hung.uri()));
+      RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).firstByteTimeout(Duration.ofMillis(300))
+          .build();
+      java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+          () -> forwarder.forwardAsync(ForwardRequest.newBuilder("/v1/completions", completion("a", 4, true))
+              .tokens(new int[] {1, 2, 3}).build()).get(30, java.util.concurrent.TimeUnit.SECONDS));
+      assertTrue(e.getCause() instanceof UpstreamException u
+          && u.reason() == UpstreamException.Reason.FIRST_BYTE_TIMEOUT && hungId.equals(u.workerId()),
+          String.valueOf(e.getCause()));
+      assertEquals(HealthState.SUSPECT, router.health(hungId));
+      assertEquals(0, router.activeRequests(hungId));
+    }
+  }
+
+  @Test
   void aNonStreamedRequestToAHungWorkerFailsWith504AfterItsResponseBudget() throws Exception {
     Router router = Router.newBuilder().build();
     WorkerId hungId = WorkerId.of("hung");
