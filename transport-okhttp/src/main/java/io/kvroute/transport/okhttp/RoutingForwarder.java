@@ -406,7 +406,9 @@ public final class RoutingForwarder {
   private UpstreamException connectFailed(Attempt a, IOException e, @Nullable UpstreamException earlier,
       List<WorkerId> failed) {
     WorkerId id = a.routing.workerId();
-    router.reportFailure(id, FailureKind.CONNECT_FAILED);
+    if (a.call != null) { // a worker without the endpoint (in-process) is not unhealthy: only not forwardable
+      router.reportFailure(id, FailureKind.CONNECT_FAILED);
+    }
     a.routing.close();
     logger.log(DEBUG, () -> "cannot connect to " + id + "; routing again without it: " + e);
     failed.add(id);

@@ -236,6 +236,27 @@ class ForwarderFailureTest {
   }
 
   @Test
+  void aWorkerWithoutAnEndpointIsSkippedButNotReportedUnhealthy() throws Exception {
+    Router router = Router.newBuilder().policy(RouterPolicy.kvAware()).blockSize(16).build();
+    WorkerId inProcess = WorkerId.of("in-process");
+    router.addWorker(Worker.newBuilder(inProcess).model(MODEL).build());
+    try (SimServer sim = TestSupport.startSim(router, WorkerId.of("sim"), 20)) {
+      RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).build();
+      for (int i = 0; i < Router.DEFAULT_EJECT_AFTER_FAILURES + 1; i++) {
+        String prompt = words("local-prefix" + i + "w", 64);
+        int[] tokens = TOKENIZER.encode(prompt);
+        TestSupport.pretendCached(router, inProcess, tokens, 4); // it holds the prefix: chosen first
+        try (ForwardedResponse response = forwarder.forward(ForwardRequest.newBuilder("/v1/completions",
+            completion(prompt, 2, false)).tokens(tokens).build())) {
+          assertEquals(List.of(inProcess), response.failedWorkers());
+          assertEquals(WorkerId.of("sim"), response.workerId());
+        }
+      }
+      assertEquals(HealthState.HEALTHY, router.health(inProcess));
+    }
+  }
+
+  @Test
   void anUnknownModelWithATextPromptIsATyped404() throws Exception {
     Router router = Router.newBuilder().build();
     try (SimServer sim = TestSupport.startSim(router, WorkerId.of("sim"), 20)) {

@@ -54,7 +54,7 @@ final class TestSupport {
   static void pretendCached(Router router, WorkerId worker, int[] tokens, int blocks) {
     long[] hashes = new long[blocks];
     for (int i = 0; i < blocks; i++) {
-      hashes[i] = 7_000_000L + i + 1000L * (worker.hashCode() & 0xffff);
+      hashes[i] = 7_000_000L + i + 1000L * (worker.hashCode() & 0xffff) + 31L * java.util.Arrays.hashCode(tokens);
     }
     router.eventSink().apply(worker, io.kvroute.KvEvent.BlockStored.of(hashes, null,
         java.util.Arrays.copyOf(tokens, blocks * 16), 16));
