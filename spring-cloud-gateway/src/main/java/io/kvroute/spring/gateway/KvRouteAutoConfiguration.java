@@ -1,0 +1,240 @@
+package io.kvroute.spring.gateway;
+
+import static java.lang.System.Logger.Level.INFO;
+
+import io.kvroute.CacheAffinityConfig;
+import io.kvroute.KvAwareConfig;
+import io.kvroute.Router;
+import io.kvroute.RouterListener;
+import io.kvroute.RouterPolicy;
+import io.kvroute.Worker;
+import io.kvroute.WorkerId;
+import io.kvroute.events.zmq.EventSourceConfig;
+import io.kvroute.events.zmq.KvEventSubscriber;
+import io.kvroute.transport.okhttp.EngineMetricsScraper;
+import io.kvroute.transport.okhttp.OkHttpTokenizer;
+import io.kvroute.transport.okhttp.Tokenizer;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.net.URI;
+import java.util.HashSet;
+import java.util.Set;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Builds kvroute for a Spring Cloud Gateway application from {@code kvroute.*} properties: the {@link Router} with
+ * the configured workers and policy, the ZeroMQ {@link KvEventSubscriber} for the workers that name an events
+ * endpoint, the {@link EngineMetricsScraper} of their {@code /metrics}, the {@link Tokenizer}, the {@code KvRoute}
+ * filter and, when Micrometer has a registry, kvroute's meters. Each bean backs off when the application defines
+ * its own of the same type.
+ *
+ * <p>Tokenizer: a {@link Tokenizer} bean of the application's wins; else {@code kvroute.tokenizer.path} selects the
+ * local tokenizer of {@code kvroute-tokenizers}; else the engines' {@code POST /tokenize}
+ * ({@code kvroute.tokenizer.endpoint}, or the registered workers in turn).
+ */
+@AutoConfiguration
+@ConditionalOnClass(GatewayFilterFactory.class)
+@ConditionalOnProperty(prefix = KvRouteProperties.PREFIX, name = "enabled", havingValue = "true",
+    matchIfMissing = true)
+@EnableConfigurationProperties(KvRouteProperties.class)
+public class KvRouteAutoConfiguration {
+  private static final System.Logger logger = System.getLogger(KvRouteAutoConfiguration.class.getName());
+
+  /**
+   * The router, with the configured workers registered.
+   *
+   * @param properties the {@code kvroute.*} properties
+   * @param listener the application's {@link RouterListener}, if it defines exactly one
+   * @return the router
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public Router kvrouteRouter(KvRouteProperties properties, ObjectProvider<RouterListener> listener) {
+    Router router = Router.newBuilder()
+        .blockSize(properties.getBlockSize())
+        .policy(policy(properties))
+        .bookingTimeout(properties.getBookingTimeout())
+        .maxIndexEntries(properties.getMaxIndexEntries())
+        .randomSeed(properties.getRandomSeed())
+        .listener(listener.getIfUnique(() -> RouterListener.NONE))
+        .build();
+    Set<String> names = new HashSet<>();
+    for (int i = 0; i < properties.getWorkers().size(); i++) {
+      KvRouteProperties.WorkerProperties w = properties.getWorkers().get(i);
+      URI url = w.getUrl();
+      if (url == null) {
+        throw new IllegalArgumentException("kvroute.workers[" + i + "].url must be set");
+      }
+      String name = name(w);
+      if (!names.add(name)) {
+        throw new IllegalArgumentException("kvroute.workers[" + i + "].id " + name + " is not unique");
+      }
+      for (int rank = 0; rank < w.getDataParallelRanks(); rank++) {
+        Worker.Builder b = Worker.newBuilder(new WorkerId(name, rank)).endpoint(Worker.HTTP, url).model(w.getModel());
+        if (w.getEvents() != null) {
+          b.endpoint("kv-events", URI.create(w.getEvents()));
+        }
+        if (w.getReplay() != null) {
+          b.endpoint("kv-replay", URI.create(w.getReplay()));
+        }
+        router.addWorker(b.build());
+      }
+    }
+    logger.log(INFO, () -> "kvroute: routing with " + router.policy().name() + " over "
+        + router.workers().size() + " workers, block size " + router.blockSize());
+    return router;
+  }
+
+  static String name(KvRouteProperties.WorkerProperties w) {
+    if (w.getId() != null) {
+      return w.getId();
+    }
+    URI url = w.getUrl();
+    return url.getPort() < 0 ? url.getHost() : url.getHost() + ":" + url.getPort();
+  }
+
+  static RouterPolicy policy(KvRouteProperties p) {
+    KvRouteProperties.KvAware k = p.getKvAware();
+    KvAwareConfig cost = new KvAwareConfig(k.getOverlapWeight(), k.getTemperature(), k.getHostOverlapCredit());
+    return switch (p.getPolicy()) {
+      case KV_AWARE -> RouterPolicy.kvAware(cost);
+      case APPROXIMATE -> RouterPolicy.approximate(cost, p.getApproximate().getTtl(),
+          p.getApproximate().getMaxEntries());
+      case CACHE_AFFINITY -> RouterPolicy.cacheAffinity(new CacheAffinityConfig(p.getCacheAffinity().getHomeBlocks(),
+          p.getCacheAffinity().getLoadFactor(), p.getCacheAffinity().getMinOverlapFraction()));
+      case LEAST_LOADED -> RouterPolicy.leastLoaded();
+      case ROUND_ROBIN -> RouterPolicy.roundRobin();
+      case RANDOM -> RouterPolicy.random();
+    };
+  }
+
+  /**
+   * The KV event subscriber, subscribed to every worker with an {@code events} endpoint and started if there is one.
+   *
+   * @param properties the {@code kvroute.*} properties
+   * @param router the router fed with the events
+   * @return the subscriber
+   */
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  @ConditionalOnProperty(prefix = KvRouteProperties.PREFIX, name = "events.enabled", havingValue = "true",
+      matchIfMissing = true)
+  public KvEventSubscriber kvrouteEventSubscriber(KvRouteProperties properties, Router router) {
+    KvEventSubscriber subscriber = KvEventSubscriber.newBuilder()
+        .sink(router.eventSink())
+        .replayTimeout(properties.getEvents().getReplayTimeout())
+        .build();
+    try {
+      int subscribed = 0;
+      for (KvRouteProperties.WorkerProperties w : properties.getWorkers()) {
+        if (w.getEvents() != null) {
+          subscriber.addWorker(new EventSourceConfig(name(w), w.getEvents(), w.getReplay(), w.getTopic(),
+              w.getDataParallelRanks(), null));
+          subscribed++;
+        }
+      }
+      if (subscribed > 0) {
+        subscriber.start();
+      }
+      return subscriber;
+    } catch (RuntimeException e) {
+      subscriber.close();
+      throw e;
+    }
+  }
+
+  /**
+   * The scraper of the workers' engine metrics, started.
+   *
+   * @param properties the {@code kvroute.*} properties
+   * @param router the router whose workers it scrapes and whose loads it updates
+   * @return the scraper
+   */
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  @ConditionalOnProperty(prefix = KvRouteProperties.PREFIX, name = "metrics.enabled", havingValue = "true",
+      matchIfMissing = true)
+  public EngineMetricsScraper kvrouteMetricsScraper(KvRouteProperties properties, Router router) {
+    KvRouteProperties.Metrics m = properties.getMetrics();
+    EngineMetricsScraper scraper = EngineMetricsScraper.newBuilder(router).interval(m.getInterval())
+        .timeout(m.getTimeout()).path(m.getPath()).build();
+    scraper.start();
+    return scraper;
+  }
+
+  /**
+   * The tokenizer: the local one when {@code kvroute.tokenizer.path} is set, else the engines' {@code /tokenize}.
+   *
+   * @param properties the {@code kvroute.*} properties
+   * @param router the router whose workers serve {@code /tokenize} when no endpoint is configured
+   * @return the tokenizer
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public Tokenizer kvrouteTokenizer(KvRouteProperties properties, Router router) {
+    KvRouteProperties.TokenizerProperties t = properties.getTokenizer();
+    if (t.getPath() != null) {
+      Tokenizer local = LocalTokenizerHook.load(t.getPath(), KvRouteAutoConfiguration.class.getClassLoader());
+      logger.log(INFO, () -> "kvroute: tokenizing locally with " + local);
+      return local;
+    }
+    OkHttpTokenizer.Builder b = OkHttpTokenizer.newBuilder().path(t.getRemotePath()).timeout(t.getTimeout());
+    if (t.getEndpoint() != null) {
+      b.endpoint(t.getEndpoint());
+    } else {
+      b.workers(router.workers());
+    }
+    return b.build();
+  }
+
+  /**
+   * The {@code KvRoute} gateway filter factory.
+   *
+   * @param router the router
+   * @param tokenizer the tokenizer
+   * @param properties the {@code kvroute.*} properties
+   * @param observer the meters, if Micrometer has a registry
+   * @return the factory
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public KvRouteGatewayFilterFactory kvRouteGatewayFilterFactory(Router router, Tokenizer tokenizer,
+      KvRouteProperties properties, ObjectProvider<GatewayObserver> observer) {
+    return new KvRouteGatewayFilterFactory(router, tokenizer, Schedulers.boundedElastic(), properties,
+        observer.getIfAvailable(() -> GatewayObserver.NONE));
+  }
+
+  /**
+   * Points kvroute-routed requests at their chosen worker.
+   *
+   * @return the global filter
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public KvRouteTargetFilter kvRouteTargetFilter() {
+    return new KvRouteTargetFilter();
+  }
+
+  /** kvroute's meters, when Micrometer is on the classpath and the application has a registry. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(MeterRegistry.class)
+  static class Meters {
+    @Bean
+    GatewayObserver kvrouteMeters(ObjectProvider<MeterRegistry> registry, Router router,
+        ObjectProvider<KvEventSubscriber> subscriber, ObjectProvider<EngineMetricsScraper> scraper) {
+      MeterRegistry r = registry.getIfAvailable();
+      if (r == null) {
+        return GatewayObserver.NONE;
+      }
+      return new KvRouteMeters(r, router, subscriber.getIfAvailable(), scraper.getIfAvailable());
+    }
+  }
+}
