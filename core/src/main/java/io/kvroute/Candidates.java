@@ -73,6 +73,24 @@ public final class Candidates {
     costs[i] = Double.NaN;
   }
 
+  /** Removes candidate {@code i}, keeping the others' order; a rare path (a worker left or became unhealthy). */
+  void remove(int i) {
+    int tail = size - i - 1;
+    System.arraycopy(workers, i + 1, workers, i, tail);
+    System.arraycopy(overlap, i + 1, overlap, i, tail);
+    System.arraycopy(gpuOverlap, i + 1, gpuOverlap, i, tail);
+    System.arraycopy(activeOverlap, i + 1, activeOverlap, i, tail);
+    System.arraycopy(prefill, i + 1, prefill, i, tail);
+    System.arraycopy(decode, i + 1, decode, i, tail);
+    System.arraycopy(active, i + 1, active, i, tail);
+    System.arraycopy(cached, i + 1, cached, i, tail);
+    System.arraycopy(engineLoads, i + 1, engineLoads, i, tail);
+    System.arraycopy(costs, i + 1, costs, i, tail);
+    size--;
+    workers[size] = null;
+    engineLoads[size] = null;
+  }
+
   /** Sets candidate {@code i}'s booked loads; under the admission lock. */
   void setLoad(int i, int activeOverlapBlocks, long prefillTokens, long decodeBlocks, int activeRequests) {
     activeOverlap[i] = activeOverlapBlocks;

@@ -30,7 +30,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Edge cases</h2>
  * <ul>
- *   <li>An empty prompt is rejected with {@link IllegalArgumentException}.
+ *   <li>An empty prompt, or one over {@link Builder#maxPromptTokens}, is rejected with
+ *       {@link InvalidRouteRequestException}.
  *   <li>A prompt shorter than one block has nothing to match: the policy still runs, with zero overlap everywhere,
  *       so the choice is by load alone.
  *   <li>No registered worker (or none the request allows) throws {@link NoWorkerAvailableException} at once; select
@@ -40,6 +41,14 @@ import org.jspecify.annotations.Nullable;
 public final class Router {
   /** Bookings never closed are released after this long by default (Dynamo uses 300 s). */
   public static final Duration DEFAULT_BOOKING_TIMEOUT = Duration.ofMinutes(5);
+  /** The default {@link Builder#maxPromptTokens}: 2^20 tokens. */
+  public static final int DEFAULT_MAX_PROMPT_TOKENS = 1 << 20;
+  /** The default {@link Builder#ejectAfterFailures}. */
+  public static final int DEFAULT_EJECT_AFTER_FAILURES = 3;
+  /** The default first backoff of {@link Builder#ejectionBackoff}. */
+  public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
+  /** The default longest backoff of {@link Builder#ejectionBackoff}. */
+  public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(30);
   private static final int MAX_OPEN_BOOKINGS = 1 << 20;
   private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
   private static final ThreadLocal<SelectScratch> SCRATCH = ThreadLocal.withInitial(SelectScratch::new);
@@ -56,6 +65,9 @@ public final class Router {
   private final int predictionBudget;
   private final WorkerRegistry registry;
   private final KvEventSink eventSink;
+  private final int maxPromptTokens;
+  private final HealthConfig healthConfig;
+  private long generations; // guarded by the registry's change lock
 
   // Guarded by admission.
   private final ReentrantLock admission = new ReentrantLock();
@@ -74,6 +86,8 @@ public final class Router {
     this.ticker = b.ticker;
     this.listener = b.listener;
     this.bookingTimeoutNanos = b.bookingTimeout.toNanos();
+    this.maxPromptTokens = b.maxPromptTokens;
+    this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.random = new SplittableRandom(b.randomSeed);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
         .maxWorkers(b.maxWorkers).listener(listener).build();
@@ -145,14 +159,19 @@ public final class Router {
   /**
    * Chooses a worker for the request and books its load.
    *
-   * @throws IllegalArgumentException if the prompt is empty
-   * @throws NoWorkerAvailableException if no registered worker may serve it
+   * @throws InvalidRouteRequestException if the prompt is empty or longer than {@link Builder#maxPromptTokens}
+   * @throws NoWorkerAvailableException if no registered worker may serve it, with the reason
    */
   public Routing select(RouteRequest request) {
     Objects.requireNonNull(request, "request");
     int[] tokens = request.tokens();
     if (tokens.length == 0) {
-      throw new IllegalArgumentException("tokens must not be empty");
+      throw new InvalidRouteRequestException(InvalidRouteRequestException.Reason.EMPTY_PROMPT,
+          "tokens must not be empty");
+    }
+    if (tokens.length > maxPromptTokens) {
+      throw new InvalidRouteRequestException(InvalidRouteRequestException.Reason.PROMPT_TOO_LONG,
+          "the prompt has " + tokens.length + " tokens, more than maxPromptTokens " + maxPromptTokens);
     }
     SelectScratch scratch = SCRATCH.get();
     long[] hashes = scratch.hashes(tokens.length / blockSize);
@@ -180,9 +199,9 @@ public final class Router {
       int n = gatherCandidates(request, states, scratch, candidateStates);
       if (n == 0) {
         listener.onNoWorker(request);
-        throw new NoWorkerAvailableException(states.length == 0 ? "no workers are registered"
-            : "none of the " + states.length + " registered workers may serve this request");
+        throw noWorker(request, states);
       }
+      boolean noWorker = false;
       lockAdmission();
       try {
         long now = ticker.read();
@@ -190,6 +209,20 @@ public final class Router {
         expire(now);
         drainReleases();
         candidates.admit(random, now);
+        for (int i = n - 1; i >= 0; i--) {
+          // Checked under the lock: a worker removed since it was gathered must get no booking (its slot may
+          // already belong to a new registration), and health decides who may take new requests.
+          WorkerRegistry.WorkerState s = candidateStates[i];
+          if (!s.registered || !s.health.admits(now)) {
+            candidates.remove(i);
+            System.arraycopy(candidateStates, i + 1, candidateStates, i, n - i - 1);
+            candidateStates[--n] = null;
+          }
+        }
+        if (n == 0) {
+          noWorker = true;
+          return null;
+        }
         for (int i = 0; i < n; i++) {
           int slot = candidateStates[i].slot;
           load.ensureSlot(slot);
@@ -202,6 +235,7 @@ public final class Router {
           throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
         }
         WorkerRegistry.WorkerState chosen = candidateStates[choice];
+        boolean probe = chosen.health.state() == HealthState.EJECTED && chosen.health.beginProbe();
         int matched = candidates.overlapBlocks(choice);
         long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
         long[] booked = pool.take(count);
@@ -213,10 +247,15 @@ public final class Router {
         List<CandidateScore> explanation = request.explain() ? explain(candidates, n, choice) : List.of();
         Routing routing = new Routing(this, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
             tokens.length, uncached, now, booked, count, policy.name(), explanation);
+        routing.probe = probe;
         bookings.addLast(routing);
         return routing;
       } finally {
         admission.unlock();
+        if (noWorker) {
+          listener.onNoWorker(request);
+          throw noWorker(request, states);
+        }
       }
     } finally {
       candidates.clear();
@@ -249,6 +288,56 @@ public final class Router {
       candidateStates[n++] = state;
     }
     return n;
+  }
+
+  /** Why no worker may serve the request; only on the failure path. */
+  private static NoWorkerAvailableException noWorker(RouteRequest request, WorkerRegistry.WorkerState[] states) {
+    if (states.length == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKERS,
+          "no workers are registered");
+    }
+    int forModel = 0;
+    int forLora = 0;
+    int allowed = 0;
+    int draining = 0;
+    Set<WorkerId> allowList = request.allowedWorkers();
+    for (WorkerRegistry.WorkerState state : states) {
+      Worker w = state.worker;
+      if (!w.serves(request.model(), null)) {
+        continue;
+      }
+      forModel++;
+      if (!w.serves(request.model(), request.loraName())) {
+        continue;
+      }
+      forLora++;
+      if (allowList != null && !allowList.contains(w.id())) {
+        continue;
+      }
+      allowed++;
+      if (state.health.state() == HealthState.DRAINING) {
+        draining++;
+      }
+    }
+    if (forModel == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKER_FOR_MODEL,
+          "none of the " + states.length + " registered workers serves model " + request.model());
+    }
+    if (forLora == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKER_FOR_LORA,
+          "none of the " + forModel + " workers serving the model has LoRA adapter " + request.loraName());
+    }
+    if (allowed == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NONE_ALLOWED,
+          "the request's allowed workers exclude all " + forLora + " workers that serve it");
+    }
+    if (draining == allowed) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_DRAINING,
+          "all " + allowed + " workers that could serve the request are draining");
+    }
+    return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_UNHEALTHY,
+        "all " + allowed + " workers that could serve the request are ejected or draining (" + draining
+            + " draining)");
   }
 
   /**
@@ -349,6 +438,114 @@ public final class Router {
           load.releaseRequest(state.slot, routing.hashes, routing.hashCount);
         }
         pool.give(routing.hashes);
+        if (routing.probe) {
+          state.health.probeAbandoned(); // no-op if a report already ended the probe
+        }
+      }
+    }
+  }
+
+  /**
+   * Reports that a request forwarded to the worker, or a probe of it, succeeded: a suspect worker becomes healthy,
+   * and an ejected one whose backoff has passed is readmitted. Cheap when the worker is already healthy; unknown
+   * workers are ignored. {@link Routing#firstToken()} reports a success by itself when the worker is not healthy.
+   *
+   * @param worker the worker
+   */
+  public void reportSuccess(WorkerId worker) {
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state != null) {
+      reportSuccess(state);
+    }
+  }
+
+  void reportSuccess(WorkerRegistry.WorkerState state) {
+    changed(state, state.health.success(ticker.read()));
+  }
+
+  /**
+   * Reports one failed interaction with the worker. Consecutive failures that count toward ejection (see
+   * {@link FailureKind#countsTowardEjection()}) eject it after {@link Builder#ejectAfterFailures} of them; fewer make
+   * it {@link HealthState#SUSPECT}. A scrape failure also forgets the worker's last reported load, which would
+   * otherwise make a dead worker look idle. Unknown workers are ignored.
+   *
+   * @param worker the worker
+   * @param kind what failed
+   */
+  public void reportFailure(WorkerId worker, FailureKind kind) {
+    Objects.requireNonNull(kind, "kind");
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state != null) {
+      if (kind == FailureKind.SCRAPE_FAILED) {
+        state.engineLoad = null;
+      }
+      changed(state, state.health.failure(kind, ticker.read()));
+    }
+  }
+
+  /**
+   * Reports the state of the worker's KV event stream. While it is {@link EventStreamState#SILENT} or
+   * {@link EventStreamState#BROKEN} the router scores the worker by its own predictions of what it routed there.
+   * Unknown workers are ignored.
+   *
+   * @param worker the worker
+   * @param streamState the stream's state
+   */
+  public void reportEventStream(WorkerId worker, EventStreamState streamState) {
+    Objects.requireNonNull(streamState, "streamState");
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state != null) {
+      state.eventStream = streamState;
+      state.updateMode();
+    }
+  }
+
+  /**
+   * The worker's health.
+   *
+   * @param worker the worker
+   * @return its state, or null if it is not registered
+   */
+  public @Nullable HealthState health(WorkerId worker) {
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    return state == null ? null : state.health.state();
+  }
+
+  /**
+   * Stops routing new requests to the worker; requests in flight finish and release their load as usual.
+   *
+   * @param worker the worker
+   * @return whether it is registered
+   */
+  public boolean drain(WorkerId worker) {
+    return setDraining(worker, true);
+  }
+
+  /**
+   * Ends {@link #drain}: the worker takes new requests again, unless failures ejected it meanwhile.
+   *
+   * @param worker the worker
+   * @return whether it is registered
+   */
+  public boolean undrain(WorkerId worker) {
+    return setDraining(worker, false);
+  }
+
+  private boolean setDraining(WorkerId worker, boolean on) {
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state == null) {
+      return false;
+    }
+    changed(state, state.health.drain(on));
+    return true;
+  }
+
+  private void changed(WorkerRegistry.WorkerState state, WorkerHealth.@Nullable Change change) {
+    if (change != null) {
+      try {
+        listener.onHealthChanged(state.worker.id(), change.from(), change.to(), change.reason());
+      } catch (RuntimeException e) {
+        // a listener must not break the reporter
       }
     }
   }
@@ -401,7 +598,8 @@ public final class Router {
       } finally {
         admission.unlock();
       }
-      return new WorkerRegistry.WorkerState(worker, slot, predictedSlot);
+      return new WorkerRegistry.WorkerState(worker, slot, predictedSlot, ++generations,
+          new WorkerHealth(healthConfig));
     }
 
     @Override
@@ -423,11 +621,16 @@ public final class Router {
   private final class RegisteredWorkersSink implements KvEventSink {
     @Override
     public void apply(WorkerId worker, KvEvent event) {
-      if (!registry.contains(worker)) {
+      WorkerRegistry.WorkerState state = registry.state(worker);
+      if (state == null) {
         listener.onEventForUnknownWorker(worker, event);
         return;
       }
       indexer.apply(worker, event);
+      if (!state.eventSeen) {
+        state.eventSeen = true; // the first event: the index now speaks for this worker, unless the stream breaks
+        state.updateMode();
+      }
       if (!registry.contains(worker)) {
         indexer.removeWorker(worker); // removed while the event was applied
       }
@@ -501,8 +704,76 @@ public final class Router {
     private int maxIndexEntries = KvIndexer.DEFAULT_MAX_ENTRIES;
     private int maxWorkers = KvIndexer.DEFAULT_MAX_WORKERS;
     private Duration bookingTimeout = DEFAULT_BOOKING_TIMEOUT;
+    private int maxPromptTokens = DEFAULT_MAX_PROMPT_TOKENS;
+    private int ejectAfterFailures = DEFAULT_EJECT_AFTER_FAILURES;
+    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
+    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
 
     private Builder() {}
+
+    /**
+     * The longest prompt {@link Router#select} accepts, in tokens; longer ones are rejected with
+     * {@link InvalidRouteRequestException} ({@link InvalidRouteRequestException.Reason#PROMPT_TOO_LONG}). The
+     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), is at least the context window of the models
+     * engines commonly serve, so no prompt an engine could accept is refused, while it bounds the work one
+     * selection does under the admission lock (a few milliseconds at most).
+     *
+     * @param maxPromptTokens the bound
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder maxPromptTokens(int maxPromptTokens) {
+      if (maxPromptTokens <= 0) {
+        throw new IllegalArgumentException("maxPromptTokens must be positive but was " + maxPromptTokens);
+      }
+      this.maxPromptTokens = maxPromptTokens;
+      return this;
+    }
+
+    /**
+     * How many consecutive failures eject a worker (default {@value Router#DEFAULT_EJECT_AFTER_FAILURES}). One
+     * failure is routinely a client's cancellation or a blip, and a worker with independent transient failures of
+     * rate p is falsely ejected at rate p^3 (10^-6 at p = 1%); a dead worker costs at most three failed attempts,
+     * each retried elsewhere when it provably never reached the engine.
+     *
+     * @param failures the threshold
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder ejectAfterFailures(int failures) {
+      if (failures <= 0) {
+        throw new IllegalArgumentException("ejectAfterFailures must be positive but was " + failures);
+      }
+      this.ejectAfterFailures = failures;
+      return this;
+    }
+
+    /**
+     * How long an ejected worker stays out before one request probes it: {@code initial} after the first
+     * ejection, doubling with each ejection in a row, at most {@code max} (defaults 1 s and 30 s). A probe costs
+     * one request's attempt, so a worker down for T seconds costs about log2(T / 1 s) + T / 30 s probes, while a
+     * worker that recovers (a restart, a brief pause) is readmitted within one backoff, at most 30 s: a small
+     * fraction of the minutes an engine restart with a model load takes.
+     *
+     * @param initial the first backoff
+     * @param max the longest backoff
+     * @return this builder
+     * @throws IllegalArgumentException if {@code initial} is not positive or {@code max} is less than it
+     */
+    public Builder ejectionBackoff(Duration initial, Duration max) {
+      Objects.requireNonNull(initial, "initial");
+      Objects.requireNonNull(max, "max");
+      if (initial.isNegative() || initial.isZero()) {
+        throw new IllegalArgumentException("ejectionBackoff initial must be positive but was " + initial);
+      }
+      if (max.compareTo(initial) < 0) {
+        throw new IllegalArgumentException("ejectionBackoff max must be at least initial " + initial + " but was "
+            + max);
+      }
+      this.initialBackoff = initial;
+      this.maxBackoff = max;
+      return this;
+    }
 
     /**
      * Tokens per KV block; must match the engines' block size (vLLM's default is 16).

@@ -43,6 +43,8 @@ public final class Routing implements AutoCloseable {
   // What the router has released so far; guarded by the router's admission lock.
   boolean prefillReleased;
   boolean blocksReleased;
+  // Whether this request is an ejected worker's half-open probe; set before the handle is published.
+  boolean probe;
 
   Routing(Router router, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
@@ -113,6 +115,9 @@ public final class Routing implements AutoCloseable {
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
       router.released(this);
+      if (state.health.state() != HealthState.HEALTHY) {
+        router.reportSuccess(state); // a token arrived: the worker is alive
+      }
     }
   }
 
