@@ -118,6 +118,7 @@ public final class Routing implements AutoCloseable {
       if (state.health.state() != HealthState.HEALTHY) {
         router.reportSuccess(state); // a token arrived: the worker is alive
       }
+      router.firstTokenArrived(this);
     }
   }
 
@@ -126,6 +127,7 @@ public final class Routing implements AutoCloseable {
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
       router.released(this);
+      router.closedHandle(this);
     }
   }
 
