@@ -13,12 +13,6 @@ interface GatewayObserver {
   /** A worker was chosen, {@code routingNanos} after the request arrived (body read, tokenized, selected). */
   default void onRouted(Routing routing, long routingNanos) {}
 
-  /** The first output token passed through, {@code nanos} after the request arrived. */
-  default void onFirstToken(Routing routing, long nanos) {}
-
-  /** The request ended; {@code outcome} is {@code complete}, {@code error} or {@code cancel}. */
-  default void onFinished(Routing routing, String outcome, long nanos) {}
-
   /** The worker refused the connection and the request went on to another one. */
   default void onFailover(WorkerId failed) {}
 

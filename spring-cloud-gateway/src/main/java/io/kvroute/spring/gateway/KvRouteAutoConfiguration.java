@@ -10,9 +10,14 @@ import io.kvroute.RouterPolicy;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.EventSourceConfig;
+import io.kvroute.events.zmq.EventSourceListener;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.kvroute.transport.okhttp.EngineMetricsScraper;
+import io.kvroute.micrometer.EventSourceMetrics;
+import io.kvroute.micrometer.RouterMetrics;
+import io.kvroute.micrometer.ScrapeMetrics;
 import io.kvroute.transport.okhttp.OkHttpTokenizer;
+import io.kvroute.transport.okhttp.ScrapeListener;
 import io.kvroute.transport.okhttp.Tokenizer;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URI;
@@ -52,20 +57,28 @@ public class KvRouteAutoConfiguration {
    * The router, with the configured workers registered.
    *
    * @param properties the {@code kvroute.*} properties
-   * @param listener the application's {@link RouterListener}, if it defines exactly one
+   * @param listeners the application's {@link RouterListener}s (and kvroute's meters), all added
    * @return the router
    */
   @Bean
   @ConditionalOnMissingBean
-  public Router kvrouteRouter(KvRouteProperties properties, ObjectProvider<RouterListener> listener) {
-    Router router = Router.newBuilder()
+  public Router kvrouteRouter(KvRouteProperties properties, ObjectProvider<RouterListener> listeners) {
+    KvRouteProperties.Health health = properties.getHealth();
+    if (health.getMaxBackoff().compareTo(health.getInitialBackoff()) < 0) {
+      throw new IllegalArgumentException("kvroute.health.max-backoff must be at least kvroute.health.initial-backoff "
+          + health.getInitialBackoff() + " but was " + health.getMaxBackoff());
+    }
+    Router.Builder builder = Router.newBuilder()
         .blockSize(properties.getBlockSize())
         .policy(policy(properties))
         .bookingTimeout(properties.getBookingTimeout())
         .maxIndexEntries(properties.getMaxIndexEntries())
-        .randomSeed(properties.getRandomSeed())
-        .listener(listener.getIfUnique(() -> RouterListener.NONE))
-        .build();
+        .maxPromptTokens(properties.getMaxPromptTokens())
+        .ejectAfterFailures(health.getEjectAfterFailures())
+        .ejectionBackoff(health.getInitialBackoff(), health.getMaxBackoff())
+        .randomSeed(properties.getRandomSeed());
+    listeners.orderedStream().forEach(builder::listener);
+    Router router = builder.build();
     Set<String> names = new HashSet<>();
     for (int i = 0; i < properties.getWorkers().size(); i++) {
       KvRouteProperties.WorkerProperties w = properties.getWorkers().get(i);
@@ -121,15 +134,18 @@ public class KvRouteAutoConfiguration {
    *
    * @param properties the {@code kvroute.*} properties
    * @param router the router fed with the events
+   * @param listener the application's {@link EventSourceListener} (or kvroute's meters), if there is one
    * @return the subscriber
    */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   @ConditionalOnProperty(prefix = KvRouteProperties.PREFIX, name = "events.enabled", havingValue = "true",
       matchIfMissing = true)
-  public KvEventSubscriber kvrouteEventSubscriber(KvRouteProperties properties, Router router) {
+  public KvEventSubscriber kvrouteEventSubscriber(KvRouteProperties properties, Router router,
+      ObjectProvider<EventSourceListener> listener) {
     KvEventSubscriber subscriber = KvEventSubscriber.newBuilder()
         .sink(router.eventSink())
+        .listener(listener.getIfUnique(() -> EventSourceListener.NONE))
         .replayTimeout(properties.getEvents().getReplayTimeout())
         .build();
     try {
@@ -156,16 +172,19 @@ public class KvRouteAutoConfiguration {
    *
    * @param properties the {@code kvroute.*} properties
    * @param router the router whose workers it scrapes and whose loads it updates
+   * @param listener the application's {@link ScrapeListener} (or kvroute's meters), if there is one
    * @return the scraper
    */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   @ConditionalOnProperty(prefix = KvRouteProperties.PREFIX, name = "metrics.enabled", havingValue = "true",
       matchIfMissing = true)
-  public EngineMetricsScraper kvrouteMetricsScraper(KvRouteProperties properties, Router router) {
+  public EngineMetricsScraper kvrouteMetricsScraper(KvRouteProperties properties, Router router,
+      ObjectProvider<ScrapeListener> listener) {
     KvRouteProperties.Metrics m = properties.getMetrics();
     EngineMetricsScraper scraper = EngineMetricsScraper.newBuilder(router).interval(m.getInterval())
-        .timeout(m.getTimeout()).path(m.getPath()).build();
+        .timeout(m.getTimeout()).path(m.getPath()).listener(listener.getIfUnique(() -> ScrapeListener.NONE))
+        .build();
     scraper.start();
     return scraper;
   }
@@ -223,18 +242,47 @@ public class KvRouteAutoConfiguration {
     return new KvRouteTargetFilter();
   }
 
-  /** kvroute's meters, when Micrometer is on the classpath and the application has a registry. */
+  /**
+   * kvroute's meters ({@code kvroute-micrometer}'s router, event-source and scrape binders, and the gateway's own),
+   * published to the application's {@link MeterRegistry} when it has one (its primary one if several).
+   */
   @Configuration(proxyBeanMethods = false)
-  @ConditionalOnClass(MeterRegistry.class)
+  @ConditionalOnClass({MeterRegistry.class, RouterMetrics.class})
   static class Meters {
     @Bean
-    GatewayObserver kvrouteMeters(ObjectProvider<MeterRegistry> registry, Router router,
-        ObjectProvider<KvEventSubscriber> subscriber, ObjectProvider<EngineMetricsScraper> scraper) {
-      MeterRegistry r = registry.getIfAvailable();
-      if (r == null) {
+    @ConditionalOnMissingBean
+    RouterMetrics kvrouteRouterMetrics() {
+      return new RouterMetrics();
+    }
+
+    /** The event meters; an application's own {@link EventSourceListener} replaces them. */
+    @Bean
+    @ConditionalOnMissingBean(EventSourceListener.class)
+    EventSourceMetrics kvrouteEventSourceMetrics() {
+      return new EventSourceMetrics();
+    }
+
+    /** The scrape meters; an application's own {@link ScrapeListener} replaces them. */
+    @Bean
+    @ConditionalOnMissingBean(ScrapeListener.class)
+    ScrapeMetrics kvrouteScrapeMetrics() {
+      return new ScrapeMetrics();
+    }
+
+    @Bean
+    GatewayObserver kvrouteGatewayMeters(ObjectProvider<MeterRegistry> registries, Router router,
+        RouterMetrics routerMetrics, ObjectProvider<EventSourceMetrics> events,
+        ObjectProvider<ScrapeMetrics> scrapes) {
+      routerMetrics.monitor(router);
+      MeterRegistry registry = registries.getIfUnique();
+      if (registry == null) {
+        logger.log(INFO, "kvroute: no unique MeterRegistry bean; kvroute's meters are not published");
         return GatewayObserver.NONE;
       }
-      return new KvRouteMeters(r, router, subscriber.getIfAvailable(), scraper.getIfAvailable());
+      routerMetrics.bindTo(registry);
+      events.ifAvailable(e -> e.bindTo(registry));
+      scrapes.ifAvailable(m -> m.bindTo(registry));
+      return new KvRouteMeters(registry);
     }
   }
 }

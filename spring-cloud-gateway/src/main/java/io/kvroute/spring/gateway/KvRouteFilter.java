@@ -3,10 +3,13 @@ package io.kvroute.spring.gateway;
 import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.WARNING;
 
+import io.kvroute.FailureKind;
+import io.kvroute.InvalidRouteRequestException;
 import io.kvroute.NoWorkerAvailableException;
 import io.kvroute.RouteRequest;
 import io.kvroute.Router;
 import io.kvroute.Routing;
+import io.kvroute.RoutingException;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.transport.okhttp.TokenizeException;
@@ -19,6 +22,7 @@ import java.net.UnknownHostException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -38,8 +42,8 @@ import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
+import reactor.netty.http.client.PrematureCloseException;
 
 /**
  * The route filter that sends each OpenAI-compatible request to the worker kvroute chooses; thread-safe: one
@@ -182,7 +186,7 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
         return Flux.defer(() -> Flux.just(exchange.getResponse().bufferFactory().wrap(body)));
       }
     };
-    return exchange.mutate().request(request).response(new WatchedResponse(exchange.getResponse(), prepared))
+    return exchange.mutate().request(request).response(new WatchedResponse(exchange.getResponse()))
         .build();
   }
 
@@ -209,9 +213,21 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
     long routed = System.nanoTime();
     safely(() -> observer.onRouted(routing, routed - prepared.startNanos));
     return chain.filter(exchange)
+        .doOnSuccess(ignored -> {
+          var status = exchange.getResponse().getStatusCode();
+          if (status != null && status.is5xxServerError()) {
+            router.reportFailure(routing.workerId(), FailureKind.SERVER_ERROR);
+          }
+        })
+        .doOnError(e -> {
+          if (isStreamCut(e)) {
+            router.reportFailure(routing.workerId(), FailureKind.STREAM_CUT);
+          }
+        })
         .onErrorResume(e -> isConnectFailure(e) && !exchange.getResponse().isCommitted(), e -> {
           routing.close();
           WorkerId failed = routing.workerId();
+          router.reportFailure(failed, FailureKind.CONNECT_FAILED);
           prepared.failed.add(failed);
           safely(() -> observer.onFailover(failed));
           if (attempt >= maxAttempts) {
@@ -223,7 +239,7 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
           ServerWebExchangeUtils.reset(exchange);
           return attempt(exchange, chain, prepared, attempt + 1);
         })
-        .doFinally(signal -> finish(routing, signal, prepared));
+        .doFinally(signal -> routing.close());
   }
 
   private Routing select(Prepared prepared) {
@@ -242,17 +258,28 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
     try {
       return router.select(request.build());
     } catch (NoWorkerAvailableException e) {
-      if (!prepared.failed.isEmpty()) {
+      if (!prepared.failed.isEmpty() && e.reason() == NoWorkerAvailableException.Reason.NONE_ALLOWED) {
         throw new RoutingFailure(502, "upstream_unavailable", "no worker accepted the connection; tried "
             + prepared.failed, e);
       }
-      if (prepared.model != null && !servedByAnyWorker(prepared.model)) {
-        throw new RoutingFailure(404, "model_not_found", "the model '" + prepared.model + "' does not exist", e);
-      }
-      throw new RoutingFailure(503, "no_worker_available", e.getMessage(), e);
-    } catch (IllegalArgumentException e) {
-      throw new RoutingFailure(400, "invalid_request", e.getMessage(), e);
+      throw failure(e);
+    } catch (RoutingException e) {
+      throw failure(e);
     }
+  }
+
+  /** kvroute's typed failure as the HTTP status it names and an OpenAI-style error code. */
+  static RoutingFailure failure(RoutingException e) {
+    Enum<?> reason = e.reason();
+    String code;
+    if (reason == NoWorkerAvailableException.Reason.NO_WORKER_FOR_MODEL) {
+      code = "model_not_found"; // OpenAI's code for an unknown model
+    } else if (reason == InvalidRouteRequestException.Reason.EMPTY_PROMPT) {
+      code = "empty_prompt";
+    } else {
+      code = reason.name().toLowerCase(Locale.ROOT);
+    }
+    return new RoutingFailure(e.httpStatus(), code, e.getMessage(), e);
   }
 
   private boolean servedByAnyWorker(String model) {
@@ -264,22 +291,21 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
     return false;
   }
 
-  private void finish(Routing routing, SignalType signal, Prepared prepared) {
-    boolean wasOpen = !routing.isClosed();
-    routing.close();
-    if (wasOpen) {
-      String outcome = signal == SignalType.ON_COMPLETE ? "complete" : signal == SignalType.CANCEL ? "cancel"
-          : "error";
-      long nanos = System.nanoTime() - prepared.startNanos;
-      safely(() -> observer.onFinished(routing, outcome, nanos));
-    }
-  }
-
   /** Whether the request surely never reached the worker: the connection was refused or could not be made. */
   static boolean isConnectFailure(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof ConnectException || t instanceof NoRouteToHostException
           || t instanceof UnknownHostException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether the worker's response ended before it was complete (not the client going away). */
+  static boolean isStreamCut(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof PrematureCloseException) {
         return true;
       }
     }
@@ -296,13 +322,11 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
 
   /** The client's response, watching the upstream body's chunks as they pass for the first output token. */
   private final class WatchedResponse extends ServerHttpResponseDecorator {
-    private final Prepared prepared;
     volatile @Nullable Routing routing;
     private @Nullable FirstTokenWatch watch;
 
-    WatchedResponse(ServerHttpResponse delegate, Prepared prepared) {
+    WatchedResponse(ServerHttpResponse delegate) {
       super(delegate);
-      this.prepared = prepared;
     }
 
     @Override
@@ -328,8 +352,6 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
       }
       if (w.onChunk(buffer)) {
         r.firstToken();
-        long nanos = System.nanoTime() - prepared.startNanos;
-        safely(() -> observer.onFirstToken(r, nanos));
       }
     }
   }

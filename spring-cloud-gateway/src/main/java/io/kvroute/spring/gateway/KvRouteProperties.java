@@ -50,6 +50,9 @@ public class KvRouteProperties {
   /** The seed of the router's random tie-breaks and sampling, for reproducible choices. */
   private long randomSeed = 0;
 
+  /** Prompts longer than this many tokens are refused with 400 before selection. */
+  private int maxPromptTokens = 1_048_576;
+
   /** The most bytes of a request body the filter reads to tokenize it; larger bodies get 413. */
   private DataSize maxRequestBody = DataSize.ofMegabytes(16);
 
@@ -69,6 +72,7 @@ public class KvRouteProperties {
   private final Metrics metrics = new Metrics();
   private final TokenizerProperties tokenizer = new TokenizerProperties();
   private final Headers headers = new Headers();
+  private final Health health = new Health();
 
   /** The routing policies, by their property value ({@code kv-aware}, {@code cache-affinity}, …). */
   public enum PolicyName {
@@ -144,6 +148,15 @@ public class KvRouteProperties {
     this.randomSeed = randomSeed;
   }
 
+  public int getMaxPromptTokens() {
+    return maxPromptTokens;
+  }
+
+  public void setMaxPromptTokens(int maxPromptTokens) {
+    check(maxPromptTokens > 0, "max-prompt-tokens", maxPromptTokens, "must be positive");
+    this.maxPromptTokens = maxPromptTokens;
+  }
+
   public DataSize getMaxRequestBody() {
     return maxRequestBody;
   }
@@ -197,6 +210,54 @@ public class KvRouteProperties {
 
   public Headers getHeaders() {
     return headers;
+  }
+
+  public Health getHealth() {
+    return health;
+  }
+
+  /**
+   * When a failing worker is taken out of routing: consecutive refused connections, 5xx responses and cut streams
+   * eject it; after a backoff one request probes it.
+   */
+  public static class Health {
+    /** How many consecutive failures eject a worker. */
+    private int ejectAfterFailures = 3;
+
+    /** How long an ejected worker stays out before one request probes it, after its first ejection. */
+    private Duration initialBackoff = Duration.ofSeconds(1);
+
+    /** The longest backoff; it doubles with each ejection in a row up to this. */
+    private Duration maxBackoff = Duration.ofSeconds(30);
+
+    public int getEjectAfterFailures() {
+      return ejectAfterFailures;
+    }
+
+    public void setEjectAfterFailures(int ejectAfterFailures) {
+      check(ejectAfterFailures > 0, "health.eject-after-failures", ejectAfterFailures, "must be positive");
+      this.ejectAfterFailures = ejectAfterFailures;
+    }
+
+    public Duration getInitialBackoff() {
+      return initialBackoff;
+    }
+
+    public void setInitialBackoff(Duration initialBackoff) {
+      check(initialBackoff != null && initialBackoff.compareTo(Duration.ZERO) > 0, "health.initial-backoff",
+          initialBackoff, "must be positive");
+      this.initialBackoff = initialBackoff;
+    }
+
+    public Duration getMaxBackoff() {
+      return maxBackoff;
+    }
+
+    public void setMaxBackoff(Duration maxBackoff) {
+      check(maxBackoff != null && maxBackoff.compareTo(Duration.ZERO) > 0, "health.max-backoff", maxBackoff,
+          "must be positive");
+      this.maxBackoff = maxBackoff;
+    }
   }
 
   /** One worker: an engine server's HTTP base URL and, optionally, where it publishes its KV events. */

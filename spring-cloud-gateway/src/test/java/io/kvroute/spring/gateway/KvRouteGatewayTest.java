@@ -16,6 +16,7 @@ import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
 import io.kvroute.sim.SimTokenizer;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import java.io.BufferedReader;
@@ -74,7 +75,15 @@ class KvRouteGatewayTest {
   }
 
   private static double decisions() {
-    return gw.meters().find("kvroute.routing.decisions").counters().stream().mapToDouble(Counter::count).sum();
+    return count("kvroute.routing.decisions");
+  }
+
+  /** The summed count of the counters and timers named {@code name} with the tags given as key, value, …. */
+  static double count(String name, String... tags) {
+    var search = gw.meters().find(name).tags(tags);
+    return search.counters().stream().mapToDouble(Counter::count).sum()
+        + search.functionCounters().stream().mapToDouble(FunctionCounter::count).sum()
+        + search.timers().stream().mapToDouble(Timer::count).sum();
   }
 
   private static SimServer sim(String workerName) {
@@ -215,10 +224,8 @@ class KvRouteGatewayTest {
     await(() -> gw.totalActiveRequests() == 0, Duration.ofSeconds(10), "the booking released on cancel");
     await(() -> sim(worker).snapshot().running() == 0, Duration.ofSeconds(10),
         "the engine's request aborted when the gateway dropped the upstream connection");
-    await(() -> {
-      Timer t = gw.meters().find("kvroute.request.duration").tags("worker", worker, "outcome", "cancel").timer();
-      return t != null && t.count() >= 1;
-    }, Duration.ofSeconds(5), "the cancel outcome metered");
+    await(() -> count("kvroute.request.duration", "worker", worker) >= 1, Duration.ofSeconds(5),
+        "the cancelled request's duration metered");
   }
 
   private static void assertOpenAiError(HttpResponse<String> r, int status, String code) {
@@ -244,9 +251,8 @@ class KvRouteGatewayTest {
         "no-such-model")), 404, "model_not_found");
     assertOpenAiError(gw.post("/v1/completions", completion(words("bigw", 40_000), 4, false)), 413,
         "request_too_large");
-    Counter c = gw.meters().find("kvroute.rejections").tags("status", "404", "code", "model_not_found").counter();
-    assertNotNull(c);
-    assertEquals(1, c.count());
+    assertEquals(1, count("kvroute.gateway.rejections", "status", "404", "code", "model_not_found"));
+    assertEquals(1, count("kvroute.gateway.rejections", "status", "413", "code", "request_too_large"));
     assertEquals(0, gw.totalActiveRequests(), "nothing was booked for refused requests");
   }
 
@@ -255,18 +261,18 @@ class KvRouteGatewayTest {
     HttpResponse<String> r = gw.post("/v1/completions", completion(words("meterw", 64), 2, false));
     assertEquals(200, r.statusCode(), r.body());
     String worker = r.headers().firstValue("X-KvRoute-Worker").orElseThrow();
-    await(() -> gw.meters().find("kvroute.events.batches").tag("worker", worker).functionCounter().count() > 0,
-        Duration.ofSeconds(10), "event batches counted");
-    Gauge blocks = gw.meters().find("kvroute.index.blocks").tag("worker", worker).gauge();
+    await(() -> count("kvroute.events.batches", "worker", worker) > 0, Duration.ofSeconds(10),
+        "event batches counted");
+    Gauge blocks = gw.meters().find("kvroute.index.worker.entries").tag("worker", worker).gauge();
     assertNotNull(blocks);
     await(() -> blocks.value() >= 64 / BLOCK, Duration.ofSeconds(10), "the index holds the prompt's blocks");
     for (int i = 0; i < 3; i++) {
       Gauge active = gw.meters().find("kvroute.requests.active").tag("worker", "sim-" + i).gauge();
       assertNotNull(active);
     }
-    assertTrue(gw.meters().find("kvroute.routing.duration").timer().count() >= 1);
-    Timer ttft = gw.meters().find("kvroute.request.ttft").tag("worker", worker).timer();
-    assertNotNull(ttft);
-    assertTrue(ttft.count() >= 1);
+    assertTrue(count("kvroute.gateway.routing.duration") >= 1);
+    assertTrue(count("kvroute.request.time.to.first.token", "worker", worker) >= 1);
+    assertTrue(gw.meters().find("kvroute.scrapes").tags("worker", worker, "outcome", "success").counter() != null,
+        "the engine's /metrics scraped");
   }
 }
