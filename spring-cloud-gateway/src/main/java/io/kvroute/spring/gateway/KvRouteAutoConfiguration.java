@@ -23,6 +23,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URI;
 import java.util.HashSet;
 import java.util.Set;
+import okhttp3.OkHttpClient;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -205,7 +206,8 @@ public class KvRouteAutoConfiguration {
       logger.log(INFO, () -> "kvroute: tokenizing locally with " + local);
       return local;
     }
-    OkHttpTokenizer.Builder b = OkHttpTokenizer.newBuilder().path(t.getRemotePath()).timeout(t.getTimeout());
+    OkHttpTokenizer.Builder b = OkHttpTokenizer.newBuilder().path(t.getRemotePath()).timeout(t.getTimeout())
+        .client(new OkHttpClient.Builder().socketFactory(new NoDelaySocketFactory()).build());
     if (t.getEndpoint() != null) {
       b.endpoint(t.getEndpoint());
     } else {
