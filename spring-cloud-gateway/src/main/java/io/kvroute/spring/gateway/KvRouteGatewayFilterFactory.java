@@ -33,6 +33,12 @@ import reactor.core.scheduler.Scheduler;
  * failed) or 503 (no worker available).
  */
 public class KvRouteGatewayFilterFactory extends AbstractGatewayFilterFactory<KvRouteGatewayFilterFactory.Config> {
+  /**
+   * The exchange attribute holding the request's {@link io.kvroute.Routing} (worker, predicted cached tokens) once
+   * the filter has chosen the worker, for the application's own filters and logs.
+   */
+  public static final String ROUTING_ATTRIBUTE = KvRouteFilter.ROUTING_ATTR;
+
   private final KvRouteFilter filter;
 
   /** The per-route settings of the filter; none yet (everything is under {@code kvroute.*}). */

@@ -96,18 +96,6 @@ public final class GatewayOverhead {
           ms(routed, 0.99));
       System.out.printf(Locale.ROOT, "  added        median %7.3f ms  p99 %7.3f ms%n",
           ms(routed, 0.5) - ms(plain, 0.5), ms(routed, 0.99) - ms(plain, 0.99));
-      if (System.getProperty("probe") != null) {
-        io.kvroute.transport.okhttp.Tokenizer t = app.getBean(io.kvroute.transport.okhttp.Tokenizer.class);
-        byte[] b = GatewayFixture.completion(prefix.toString(), 1, false).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        long[] ns = new long[200];
-        for (int i = 0; i < ns.length; i++) {
-          long s0 = System.nanoTime();
-          t.tokenizeRequest(b);
-          ns[i] = System.nanoTime() - s0;
-        }
-        Arrays.sort(ns);
-        System.out.println("  probe: direct tokenizer call median " + ns[100] / 1e6 + " ms");
-      }
       var timer = app.getBean(io.micrometer.core.instrument.simple.SimpleMeterRegistry.class)
           .get(KvRouteMeters.ROUTING_DURATION).timer();
       System.out.printf(Locale.ROOT, "  filter's own share (body, tokenize, select): mean %7.3f ms, max %7.3f ms%n",
