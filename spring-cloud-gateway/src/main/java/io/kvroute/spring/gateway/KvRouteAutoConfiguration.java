@@ -36,7 +36,8 @@ import org.springframework.context.annotation.Configuration;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * Builds kvroute for a Spring Cloud Gateway application from {@code kvroute.*} properties: the {@link Router} with
+ * Builds kvroute for a Spring Cloud Gateway application from {@code kvroute.*} properties; thread-safe (Spring calls
+ * its bean methods once, at start-up). The beans: the {@link Router} with
  * the configured workers and policy, the ZeroMQ {@link KvEventSubscriber} for the workers that name an events
  * endpoint, the {@link EngineMetricsScraper} of their {@code /metrics}, the {@link Tokenizer}, the {@code KvRoute}
  * filter and, when Micrometer has a registry, kvroute's meters. Each bean backs off when the application defines

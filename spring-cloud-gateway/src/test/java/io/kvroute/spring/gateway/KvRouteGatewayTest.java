@@ -29,6 +29,8 @@ import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import tools.jackson.databind.JsonNode;
 
 /**
@@ -164,10 +166,12 @@ class KvRouteGatewayTest {
     }
   }
 
-  @Test
-  void streamingResponsesPassThroughChunkByChunkAndMarkTheFirstToken() throws Exception {
-    String prompt = words("streamw", 100);
-    HttpResponse<InputStream> r = gw.stream("/v1/completions", completion(prompt, 120, true));
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"/v1/completions", "/v1/chat/completions"})
+  void streamingResponsesPassThroughChunkByChunkAndMarkTheFirstToken(String path) throws Exception {
+    boolean chat = path.contains("chat");
+    String prompt = words(chat ? "chatstreamw" : "streamw", 100);
+    HttpResponse<InputStream> r = gw.stream(path, chat ? chat(prompt, 120, true) : completion(prompt, 120, true));
     assertEquals(200, r.statusCode());
     assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream"));
     String worker = r.headers().firstValue("X-KvRoute-Worker").orElseThrow();
@@ -186,7 +190,9 @@ class KvRouteGatewayTest {
           continue;
         }
         JsonNode event = json(data);
-        if (event.get("choices").size() > 0 && !event.get("choices").get(0).get("text").asString().isEmpty()) {
+        JsonNode choice = event.get("choices").size() > 0 ? event.get("choices").get(0) : null;
+        JsonNode text = choice == null ? null : chat ? choice.get("delta").get("content") : choice.get("text");
+        if (text != null && !text.asString().isEmpty()) {
           textEvents++;
           if (textEvents == 1) {
             // The engine is still generating: the gateway passed this chunk on without waiting for the body.
@@ -226,6 +232,63 @@ class KvRouteGatewayTest {
         "the engine's request aborted when the gateway dropped the upstream connection");
     await(() -> count("kvroute.request.duration", "worker", worker) >= 1, Duration.ofSeconds(5),
         "the cancelled request's duration metered");
+  }
+
+  /**
+   * Many clients at once, streaming and not, some going away mid-stream: every request is routed exactly once and
+   * every booking is released, whatever the interleaving.
+   */
+  @Test
+  void concurrentClientsLeaveNoBookingBehind() throws Exception {
+    double before = decisions();
+    int clients = 6;
+    int perClient = 6;
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(clients);
+    try {
+      List<java.util.concurrent.Future<Integer>> futures = new java.util.ArrayList<>();
+      for (int c = 0; c < clients; c++) {
+        int client = c;
+        futures.add(pool.submit(() -> {
+          int ok = 0;
+          for (int i = 0; i < perClient; i++) {
+            String prompt = words("conc" + (client % 3) + "w", 128) + " " + words("c" + client + "i" + i + "w", 16);
+            switch (i % 3) {
+              case 0 -> {
+                HttpResponse<String> r = gw.post("/v1/completions", completion(prompt, 3, false));
+                ok += r.statusCode() == 200 ? 1 : 0;
+              }
+              case 1 -> {
+                HttpResponse<InputStream> r = gw.stream("/v1/chat/completions", chat(prompt, 8, true));
+                try (InputStream in = r.body()) {
+                  in.readAllBytes();
+                }
+                ok += r.statusCode() == 200 ? 1 : 0;
+              }
+              default -> {
+                HttpResponse<InputStream> r = gw.stream("/v1/completions", completion(prompt, 500, true));
+                try (InputStream in = r.body()) {
+                  in.readNBytes(64); // then go away mid-stream
+                }
+                ok += r.statusCode() == 200 ? 1 : 0;
+              }
+            }
+          }
+          return ok;
+        }));
+      }
+      int ok = 0;
+      for (var f : futures) {
+        ok += f.get();
+      }
+      assertEquals(clients * perClient, ok, "every request answered 200");
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(clients * perClient, decisions() - before, 1e-9, "one routing decision per request");
+    await(() -> gw.totalActiveRequests() == 0, Duration.ofSeconds(10), "every booking released");
+    for (WorkerId id : gw.router().workers().snapshot().stream().map(io.kvroute.Worker::id).toList()) {
+      assertEquals(0, gw.router().pendingPrefillTokens(id), "no prefill left booked on " + id);
+    }
   }
 
   private static void assertOpenAiError(HttpResponse<String> r, int status, String code) {

@@ -43,6 +43,7 @@ class KvRoutePropertiesTest {
     assertEquals(OkHttpTokenizer.DEFAULT_PATH, p.getTokenizer().getRemotePath());
     assertEquals(OkHttpTokenizer.DEFAULT_TIMEOUT, p.getTokenizer().getTimeout());
     assertEquals(KvRouteProperties.PolicyName.KV_AWARE, p.getPolicy());
+    assertEquals(io.kvroute.transport.okhttp.RoutingForwarder.DEFAULT_MAX_ATTEMPTS, p.getMaxAttempts());
     assertFalse(p.getHeaders().isEnabled(), "routing headers disclose the topology: off by default");
   }
 
