@@ -130,6 +130,10 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
           safely(() -> observer.onRejected(failure.status(), failure.code()));
           logger.log(DEBUG, () -> "kvroute refused " + exchange.getRequest().getPath() + ": " + failure.status()
               + " " + failure.getMessage());
+          if (workerHeader != null && !exchange.getResponse().isCommitted()) {
+            exchange.getResponse().getHeaders().remove(workerHeader); // set by an attempt that failed over
+            exchange.getResponse().getHeaders().remove(cachedTokensHeader);
+          }
           return failure.writeTo(exchange.getResponse());
         });
   }

@@ -149,6 +149,7 @@ class WorkerFailureTest {
     JsonNode error = json(r.body()).get("error");
     assertEquals(ejected ? "all_unhealthy" : "upstream_unavailable", error.get("code").asString(), r.body());
     assertEquals("server_error", error.get("type").asString());
+    assertTrue(r.headers().firstValue("X-KvRoute-Worker").isEmpty(), "no worker served the error");
     assertEquals(0, gw.totalActiveRequests());
   }
 }
