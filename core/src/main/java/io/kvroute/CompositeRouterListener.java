@@ -80,11 +80,6 @@ final class CompositeRouterListener implements RouterListener {
   }
 
   @Override
-  public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
-    each("onHealthChanged", l -> l.onHealthChanged(worker, from, to, reason));
-  }
-
-  @Override
   public void onOrphanBlocks(WorkerId worker, int blocks) {
     each("onOrphanBlocks", l -> l.onOrphanBlocks(worker, blocks));
   }
@@ -117,6 +112,11 @@ final class CompositeRouterListener implements RouterListener {
   @Override
   public void onBookingsExpired(int count) {
     each("onBookingsExpired", l -> l.onBookingsExpired(count));
+  }
+
+  @Override
+  public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
+    each("onHealthChanged", l -> l.onHealthChanged(worker, from, to, reason));
   }
 
   @Override

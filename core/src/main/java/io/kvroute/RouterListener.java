@@ -27,8 +27,9 @@ public interface RouterListener {
   default void onFirstToken(Routing routing, long elapsedNanos) {}
 
   /**
-   * The routed request's handle was closed for the first time: it completed, failed or was cancelled, or its booking
-   * expired (then this runs on the selecting thread that expired it, while the router holds its admission lock).
+   * The routed request's handle was closed for the first time by {@link Routing#close()}: it completed, failed or
+   * was cancelled. A booking that expires because its handle was never closed is counted by
+   * {@link #onBookingsExpired} instead, and closing its handle later reports nothing.
    *
    * @param routing the request's handle
    * @param elapsedNanos nanoseconds from its selection to the close, by the router's ticker

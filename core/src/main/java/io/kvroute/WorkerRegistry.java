@@ -171,6 +171,7 @@ public final class WorkerRegistry {
     volatile boolean eventSeen;
     // Whether the router scores this worker by its own predictions rather than the KV index.
     volatile boolean approximate = true;
+    boolean approximateLogged; // racy: at worst the approximate-mode notice is logged twice
 
     WorkerState(Worker worker, int slot, int predictedSlot, long generation, WorkerHealth health) {
       this.worker = worker;
@@ -180,8 +181,11 @@ public final class WorkerRegistry {
       this.health = health;
     }
 
-    /** Re-derives {@link #approximate} from the stream state and whether an event arrived. */
-    void updateMode() {
+    /**
+     * Re-derives {@link #approximate} from the stream state and whether an event arrived; synchronized so that the
+     * last of two racing updates (a first event, a stream report) writes what both wrote before it.
+     */
+    synchronized void updateMode() {
       approximate = !eventStream.trustsIndex(eventSeen);
     }
   }

@@ -290,6 +290,9 @@ class RouterTest {
   @Test
   void cacheAffinitySpreadsNewPrefixesAndGathersTheirConcurrentRequests() {
     Router router = router(RouterPolicy.cacheAffinity(), A, B, C);
+    for (WorkerId id : List.of(A, B, C)) {
+      router.reportEventStream(id, EventStreamState.LIVE); // event mode: overlap only from KV events
+    }
     Map<WorkerId, Integer> homes = new HashMap<>();
     List<Routing> open = new ArrayList<>();
     for (int p = 0; p < 6; p++) {

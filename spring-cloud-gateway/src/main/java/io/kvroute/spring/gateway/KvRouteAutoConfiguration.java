@@ -9,7 +9,6 @@ import io.kvroute.RouterListener;
 import io.kvroute.RouterPolicy;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
-import io.kvroute.events.zmq.EventSourceConfig;
 import io.kvroute.events.zmq.EventSourceListener;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.kvroute.transport.okhttp.EngineMetricsScraper;
@@ -93,12 +92,14 @@ public class KvRouteAutoConfiguration {
         throw new IllegalArgumentException("kvroute.workers[" + i + "].id " + name + " is not unique");
       }
       for (int rank = 0; rank < w.getDataParallelRanks(); rank++) {
+        // Rank r of a data-parallel engine publishes on the event ports plus r, as vLLM and SGLang bind them.
         Worker.Builder b = Worker.newBuilder(new WorkerId(name, rank)).endpoint(Worker.HTTP, url).model(w.getModel());
         if (w.getEvents() != null) {
-          b.endpoint("kv-events", URI.create(w.getEvents()));
+          b.endpoint(KvEventSubscriber.EVENTS_ENDPOINT, offsetPort(w.getEvents(), rank, i, "events"))
+              .label(KvEventSubscriber.TOPIC_LABEL, w.getTopic());
         }
         if (w.getReplay() != null) {
-          b.endpoint("kv-replay", URI.create(w.getReplay()));
+          b.endpoint(KvEventSubscriber.REPLAY_ENDPOINT, offsetPort(w.getReplay(), rank, i, "replay"));
         }
         router.addWorker(b.build());
       }
@@ -106,6 +107,26 @@ public class KvRouteAutoConfiguration {
     logger.log(INFO, () -> "kvroute: routing with " + router.policy().name() + " over "
         + router.workers().size() + " workers, block size " + router.blockSize());
     return router;
+  }
+
+  /** A ZeroMQ tcp endpoint with its port offset by {@code rank}. */
+  static URI offsetPort(String endpoint, int rank, int index, String property) {
+    URI uri;
+    try {
+      uri = URI.create(endpoint);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("kvroute.workers[" + index + "]." + property + " must be a URI like "
+          + "tcp://10.0.0.5:5557 but was " + endpoint, e);
+    }
+    if (rank == 0) {
+      return uri;
+    }
+    if (!"tcp".equals(uri.getScheme()) || uri.getPort() < 0) {
+      throw new IllegalArgumentException("kvroute.workers[" + index + "]." + property + " must be a tcp endpoint "
+          + "with a port when data-parallel-ranks > 1 but was " + endpoint);
+    }
+    return URI.create("tcp://" + uri.getRawAuthority().substring(0, uri.getRawAuthority().lastIndexOf(':') + 1)
+        + (uri.getPort() + rank));
   }
 
   static String name(KvRouteProperties.WorkerProperties w) {
@@ -132,7 +153,9 @@ public class KvRouteAutoConfiguration {
   }
 
   /**
-   * The KV event subscriber, subscribed to every worker with an {@code events} endpoint and started if there is one.
+   * The KV event subscriber: it follows the router's workers (subscribing to each one with an {@code events}
+   * endpoint, as it is added or removed), reports each stream's state to the router's health model, and is started
+   * if a configured worker has events.
    *
    * @param properties the {@code kvroute.*} properties
    * @param router the router fed with the events
@@ -146,20 +169,12 @@ public class KvRouteAutoConfiguration {
   public KvEventSubscriber kvrouteEventSubscriber(KvRouteProperties properties, Router router,
       ObjectProvider<EventSourceListener> listener) {
     KvEventSubscriber subscriber = KvEventSubscriber.newBuilder()
-        .sink(router.eventSink())
+        .router(router)
         .listener(listener.getIfUnique(() -> EventSourceListener.NONE))
         .replayTimeout(properties.getEvents().getReplayTimeout())
         .build();
     try {
-      int subscribed = 0;
-      for (KvRouteProperties.WorkerProperties w : properties.getWorkers()) {
-        if (w.getEvents() != null) {
-          subscriber.addWorker(new EventSourceConfig(name(w), w.getEvents(), w.getReplay(), w.getTopic(),
-              w.getDataParallelRanks(), null));
-          subscribed++;
-        }
-      }
-      if (subscribed > 0) {
+      if (properties.getWorkers().stream().anyMatch(w -> w.getEvents() != null)) {
         subscriber.start();
       }
       return subscriber;

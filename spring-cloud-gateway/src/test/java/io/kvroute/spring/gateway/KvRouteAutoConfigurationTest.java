@@ -47,7 +47,14 @@ class KvRouteAutoConfigurationTest {
   @Test
   void subscribesToTheWorkersThatNameAnEventsEndpoint() {
     runner.withPropertyValues("kvroute.workers[1].events=tcp://127.0.0.2:5557", "kvroute.workers[1].topic=kv")
-        .run(context -> assertThat(context.getBean(KvEventSubscriber.class).workers()).containsExactly("b"));
+        .run(context -> {
+          Router router = context.getBean(Router.class);
+          assertThat(router.workers().find(new WorkerId("b", 1)).orElseThrow()
+              .endpoint(KvEventSubscriber.EVENTS_ENDPOINT)).isEqualTo(URI.create("tcp://127.0.0.2:5558"));
+          KvEventSubscriber subscriber = context.getBean(KvEventSubscriber.class);
+          org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5)).untilAsserted(() ->
+              assertThat(subscriber.workers()).containsExactly(new WorkerId("b", 0), new WorkerId("b", 1)));
+        });
   }
 
   @Test
