@@ -14,6 +14,7 @@ import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.transport.okhttp.TokenizeException;
 import io.kvroute.transport.okhttp.Tokenizer;
+import io.netty.handler.timeout.ReadTimeoutException;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
@@ -24,6 +25,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.springframework.cloud.gateway.filter.GatewayFilter;
@@ -39,6 +41,7 @@ import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
+import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -226,6 +229,8 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
         .doOnError(e -> {
           if (isStreamCut(e)) {
             router.reportFailure(routing.workerId(), FailureKind.STREAM_CUT);
+          } else if (isTimeout(e)) {
+            router.reportFailure(routing.workerId(), FailureKind.TIMEOUT);
           }
         })
         .onErrorResume(e -> isConnectFailure(e) && !exchange.getResponse().isCommitted(), e -> {
@@ -310,6 +315,21 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
   static boolean isStreamCut(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof PrematureCloseException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Whether the worker did not answer in time: the gateway's response timeout (504, from
+   * {@code spring.cloud.gateway.server.webflux.httpclient.response-timeout} or the route's {@code response-timeout}
+   * metadata) or a read timeout.
+   */
+  static boolean isTimeout(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof TimeoutException || t instanceof ReadTimeoutException
+          || (t instanceof ResponseStatusException r && r.getStatusCode().value() == 504)) {
         return true;
       }
     }

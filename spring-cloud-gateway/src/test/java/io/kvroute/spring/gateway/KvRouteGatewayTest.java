@@ -27,6 +27,11 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
+import org.springframework.cloud.gateway.route.RouteLocator;
+import org.springframework.cloud.gateway.route.builder.RouteLocatorBuilder;
+import org.springframework.cloud.gateway.support.RouteMetadataUtils;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -44,7 +49,7 @@ class KvRouteGatewayTest {
 
   @BeforeAll
   static void start() throws Exception {
-    gw = GatewayFixture.start(3, SimEngineConfig.ofDefaults(), 1.0, List.of(),
+    gw = GatewayFixture.start(3, SimEngineConfig.ofDefaults(), 1.0, List.of(SlowRoute.class),
         "--kvroute.max-request-body=256KB");
   }
 
@@ -52,6 +57,20 @@ class KvRouteGatewayTest {
   static void stop() {
     if (gw != null) {
       gw.close();
+    }
+  }
+
+  /**
+   * A second route in the Java DSL, next to the example's YAML one: {@code /slow/v1/...} through the same filter with
+   * a 100 ms response timeout.
+   */
+  @Configuration(proxyBeanMethods = false)
+  static class SlowRoute {
+    @Bean
+    RouteLocator slowRoute(RouteLocatorBuilder routes, KvRouteGatewayFilterFactory kvRoute) {
+      return routes.routes().route("slow", r -> r.path("/slow/**")
+          .filters(f -> f.stripPrefix(1).filter(kvRoute.apply(new KvRouteGatewayFilterFactory.Config())))
+          .metadata(RouteMetadataUtils.RESPONSE_TIMEOUT_ATTR, 100).uri("no://op")).build();
     }
   }
 
@@ -289,6 +308,23 @@ class KvRouteGatewayTest {
     for (WorkerId id : gw.router().workers().snapshot().stream().map(io.kvroute.Worker::id).toList()) {
       assertEquals(0, gw.router().pendingPrefillTokens(id), "no prefill left booked on " + id);
     }
+  }
+
+  @Test
+  void aWorkerThatDoesNotAnswerInTimeIsReportedToTheRouter() throws Exception {
+    for (io.kvroute.Worker w : gw.router().workers().snapshot()) {
+      assertEquals(io.kvroute.HealthState.HEALTHY, gw.router().health(w.id()));
+    }
+    // 100 tokens take the engine about 0.5 s; the route gives it 100 ms.
+    HttpResponse<String> r = gw.post("/slow/v1/completions", completion(words("slowroutew", 64), 100, false));
+    assertEquals(504, r.statusCode(), r.body());
+    List<WorkerId> suspects = gw.router().workers().snapshot().stream().map(io.kvroute.Worker::id)
+        .filter(id -> gw.router().health(id) == io.kvroute.HealthState.SUSPECT).toList();
+    assertEquals(1, suspects.size(), "the timed-out worker, and only it, is suspect");
+    await(() -> gw.totalActiveRequests() == 0, Duration.ofSeconds(5), "the timed-out booking released");
+    await(() -> gw.sims.stream().allMatch(s -> s.snapshot().running() == 0), Duration.ofSeconds(10),
+        "the engine's request gone");
+    gw.router().reportSuccess(suspects.get(0)); // leave the workers healthy for the other tests
   }
 
   private static void assertOpenAiError(HttpResponse<String> r, int status, String code) {

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 class PublicApiTest {
   private static final Path API_FILE = Path.of("api/kvroute-spring-cloud-gateway.txt");
   private static final Set<String> ALLOWED_IMPORT_PREFIXES = Set.of("java.", "javax.net.", "io.kvroute.",
-      "org.springframework.", "reactor.", "org.reactivestreams.", "tools.jackson.", "io.micrometer.", "okhttp3.",
+      "org.springframework.", "reactor.", "org.reactivestreams.", "tools.jackson.", "io.micrometer.", "io.netty.handler.timeout.", "okhttp3.",
       "org.jspecify.annotations.");
 
   @Test
