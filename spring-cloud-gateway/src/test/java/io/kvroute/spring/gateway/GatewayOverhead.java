@@ -23,12 +23,12 @@ import org.springframework.context.ConfigurableApplicationContext;
  * difference. A measurement, not a test; run it on a quiet machine:
  *
  * <pre>{@code
- * mvn -B -q -pl spring-cloud-gateway -am test-compile
- * java -cp "$(cat spring-cloud-gateway/target/cp.txt)" io.kvroute.spring.gateway.GatewayOverhead [requests] [words]
+ * mvn -B -q -pl spring-cloud-gateway -am -DskipTests package dependency:build-classpath \
+ *     -Dmdep.outputFile=target/cp.txt
+ * cd spring-cloud-gateway
+ * java -cp "target/test-classes:target/classes:$(cat target/cp.txt)" io.kvroute.spring.gateway.GatewayOverhead \
+ *     [requests per route, default 2000] [prompt words, default 1000]
  * }</pre>
- *
- * (after {@code mvn -pl spring-cloud-gateway dependency:build-classpath -Dmdep.outputFile=target/cp.txt}, with
- * {@code target/test-classes:target/classes} and the upstream modules' {@code target/classes} in front).
  */
 public final class GatewayOverhead {
   private GatewayOverhead() {}
