@@ -154,7 +154,7 @@ public final class Gateway implements AutoCloseable {
     }
     RoutingForwarder.Builder fb = RoutingForwarder.newBuilder(router);
     if (options.tokenizer() == TokenizerMode.WORKER) {
-      fb.tokenizer(OkHttpTokenizer.newBuilder().workers(router.workers()).build());
+      fb.tokenizer(OkHttpTokenizer.newBuilder().router(router).build()); // healthy workers, hedged, 2 s budget
     }
     this.forwarder = fb.build();
 
