@@ -1,0 +1,71 @@
+package io.kvroute.tokenizers;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.zip.GZIPInputStream;
+
+/** The committed tokenizer fixtures, unpacked once per JVM into target/, and one shared tokenizer per family. */
+final class TestModels {
+  static final String QWEN3 = "qwen3";
+  static final String LLAMA = "llama3_2";
+  private static final Map<String, HfTokenizer> SHARED = new ConcurrentHashMap<>();
+
+  private TestModels() {}
+
+  /** The model directory of a family: tokenizer.json and tokenizer_config.json. */
+  static synchronized Path dir(String family) {
+    Path dir = Path.of("target", "test-models", family);
+    Path json = dir.resolve("tokenizer.json");
+    try {
+      if (!Files.exists(json)) {
+        Files.createDirectories(dir);
+        String base = "fixtures/" + family + "/";
+        try (InputStream in = new GZIPInputStream(resource(base + "tokenizer.json.gz"))) {
+          Path tmp = Files.createTempFile(dir, "tokenizer", ".tmp");
+          Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+          Files.move(tmp, json, StandardCopyOption.ATOMIC_MOVE);
+        }
+        try (InputStream in = resource(base + "tokenizer_config.json")) {
+          Files.copy(in, dir.resolve("tokenizer_config.json"), StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
+      return dir;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  static InputStream resource(String name) throws IOException {
+    InputStream in = TestModels.class.getResourceAsStream(name);
+    if (in == null) {
+      throw new IOException("no test resource " + name);
+    }
+    return in;
+  }
+
+  /** A shared tokenizer of the family (Llama 3 also accepts its ipython role). */
+  static HfTokenizer shared(String family) {
+    return SHARED.computeIfAbsent(family, f -> {
+      try {
+        return builder(f).build();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    });
+  }
+
+  static HfTokenizer.Builder builder(String family) {
+    HfTokenizer.Builder b = HfTokenizer.newBuilder(dir(family));
+    if (family.equals(LLAMA)) {
+      b.roles(Set.of("system", "developer", "user", "assistant", "tool", "ipython"));
+    }
+    return b;
+  }
+}
