@@ -80,6 +80,7 @@ final class ChatTemplate {
     this.name = name;
     String prepared = prepare(source, name);
     this.openAiContent = CONTENT_LOOP.matcher(prepared).find();
+    checkFiltersAndTests(prepared, name);
     JinjavaInterpreter interpreter = JINJAVA.newInterpreter();
     JinjavaInterpreter.pushCurrent(interpreter);
     try {
@@ -90,6 +91,31 @@ final class ChatTemplate {
       JinjavaInterpreter.popCurrent();
     }
     failOnErrors(interpreter.getErrors(), "does not parse");
+  }
+
+  private static final Pattern CODE = Pattern.compile("(?s)\\{\\{.*?}}|\\{%.*?%}");
+  private static final Pattern FILTER = Pattern.compile("\\|\\s*([A-Za-z_]\\w*)");
+  private static final Pattern EXP_TEST = Pattern.compile("\\bis\\s+(?:not\\s+)?([A-Za-z_]\\w*)");
+
+  /** Names the first filter or test the template uses that Jinjava does not have (it would silently skip it). */
+  private static void checkFiltersAndTests(String template, String name) {
+    Context global = JINJAVA.getGlobalContext();
+    Matcher code = CODE.matcher(template);
+    while (code.find()) {
+      String c = stripStrings(code.group());
+      Matcher f = FILTER.matcher(c);
+      while (f.find()) {
+        if (global.getFilter(f.group(1)) == null) {
+          throw new ChatTemplateException(name + " uses the filter '" + f.group(1) + "', which is not supported");
+        }
+      }
+      Matcher t = EXP_TEST.matcher(c);
+      while (t.find()) {
+        if (global.getExpTest(t.group(1)) == null) {
+          throw new ChatTemplateException(name + " uses the test '" + t.group(1) + "', which is not supported");
+        }
+      }
+    }
   }
 
   /** Whether the template loops over a message's content parts (vLLM's "openai" content format). */

@@ -58,7 +58,7 @@ final class PyCompat {
           break;
         }
         if (maxsplit >= 0 && out.size() == maxsplit) {
-          out.add(strip(s.substring(i), null, false, true));
+          out.add(s.substring(i));
           break;
         }
         int j = i;
