@@ -137,7 +137,22 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
    */
   public int[] tokenize(String prompt, boolean addSpecialTokens) {
     Objects.requireNonNull(prompt, "prompt");
-    return tokenizer.encode(prompt, addSpecialTokens);
+    return tokenizer.encode(checkUtf16(prompt, "the prompt"), addSpecialTokens);
+  }
+
+  /** Refuses unpaired surrogates, which have no UTF-8 form (vLLM's Python cannot encode them either). */
+  private static String checkUtf16(String text, String what) {
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (Character.isSurrogate(c)) {
+        if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+          i++;
+        } else {
+          throw new IllegalArgumentException(what + " holds an unpaired UTF-16 surrogate at index " + i);
+        }
+      }
+    }
+    return text;
   }
 
   /**
@@ -187,7 +202,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       return request.ids();
     }
     if (request.prompt() != null) {
-      return tokenizer.encode(request.prompt(), request.addSpecialTokens());
+      return tokenizer.encode(checkUtf16(request.prompt(), "the prompt"), request.addSpecialTokens());
     }
     return encodeChat(Objects.requireNonNull(request.chat()), request.addSpecialTokens());
   }
@@ -266,7 +281,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   }
 
   private int[] encodeChat(OpenAiRequests.Chat chat, boolean addSpecialTokens) {
-    String text = render(chat);
+    String text = checkUtf16(render(chat), "the rendered chat");
     if (!addSpecialTokens) {
       return prefixCache != null ? prefixCache.encode(text, s -> tokenizer.encode(s, false))
           : tokenizer.encode(text, false);

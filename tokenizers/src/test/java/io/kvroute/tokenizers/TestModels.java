@@ -16,6 +16,7 @@ final class TestModels {
   static final String QWEN3 = "qwen3";
   static final String LLAMA = "llama3_2";
   private static final Map<String, HfTokenizer> SHARED = new ConcurrentHashMap<>();
+  private static final Map<String, TokenizerFiles> FILES = new ConcurrentHashMap<>();
 
   private TestModels() {}
 
@@ -55,6 +56,17 @@ final class TestModels {
     return SHARED.computeIfAbsent(family, f -> {
       try {
         return builder(f).build();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    });
+  }
+
+  /** The family's files as the tokenizer reads them. */
+  static TokenizerFiles files(String family) {
+    return FILES.computeIfAbsent(family, f -> {
+      try {
+        return TokenizerFiles.read(dir(f).resolve("tokenizer.json"), dir(f).resolve("tokenizer_config.json"), null);
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
