@@ -62,6 +62,12 @@ final class TestModels {
     });
   }
 
+  /** A tiny word-level tokenizer.json (ids: <s>=0, hello=1, world=2, [UNK]=3), split on whitespace. */
+  static final String TINY_TOKENIZER_JSON = "{\"version\":\"1.0\",\"added_tokens\":[{\"id\":0,\"content\":\"<s>\","
+      + "\"special\":true,\"normalized\":false,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}],"
+      + "\"pre_tokenizer\":{\"type\":\"Whitespace\"},\"model\":{\"type\":\"WordLevel\",\"vocab\":{\"<s>\":0,"
+      + "\"hello\":1,\"world\":2,\"[UNK]\":3},\"unk_token\":\"[UNK]\"}}";
+
   /** The family's files as the tokenizer reads them. */
   static TokenizerFiles files(String family) {
     return FILES.computeIfAbsent(family, f -> {
