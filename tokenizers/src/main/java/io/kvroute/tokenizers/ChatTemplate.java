@@ -54,6 +54,15 @@ final class ChatTemplate {
   };
   private static final ThreadLocal<Render> CURRENT = new ThreadLocal<>();
   private static final Jinjava JINJAVA = newJinjava();
+  /**
+   * One interpreter per thread, over a root context of its own: Jinjava records resolved names in every ancestor
+   * context (in plain HashSets), so renders on several threads must share no context.
+   */
+  private static final ThreadLocal<JinjavaInterpreter> INTERPRETER = ThreadLocal.withInitial(() -> {
+    Context root = new Context();
+    registerCompat(root);
+    return new JinjavaInterpreter(JINJAVA, root, JINJAVA.getGlobalConfig());
+  });
 
   private final String name;
   private final Node root;
@@ -81,16 +90,22 @@ final class ChatTemplate {
     String prepared = prepare(source, name);
     this.openAiContent = CONTENT_LOOP.matcher(prepared).find();
     checkFiltersAndTests(prepared, name);
-    JinjavaInterpreter interpreter = JINJAVA.newInterpreter();
+    JinjavaInterpreter interpreter = INTERPRETER.get();
+    int errorsBefore = interpreter.getErrors().size();
     JinjavaInterpreter.pushCurrent(interpreter);
     try {
       this.root = interpreter.parse(prepared);
     } catch (RuntimeException e) {
+      INTERPRETER.remove();
       throw new ChatTemplateException(name + " does not parse: " + e.getMessage(), false, e);
     } finally {
       JinjavaInterpreter.popCurrent();
     }
-    failOnErrors(interpreter.getErrors(), "does not parse");
+    List<TemplateError> errors = interpreter.getErrors();
+    if (errors.size() > errorsBefore) {
+      INTERPRETER.remove();
+      failOnErrors(errors.subList(errorsBefore, errors.size()), "does not parse");
+    }
   }
 
   private static final Pattern CODE = Pattern.compile("(?s)\\{\\{.*?}}|\\{%.*?%}");
@@ -132,8 +147,12 @@ final class ChatTemplate {
     // Jinja2 sees the globals as defined variables ("strftime_now is defined"); Jinjava only as functions
     variables.putIfAbsent("strftime_now", GLOBAL_FUNCTION);
     variables.putIfAbsent("raise_exception", GLOBAL_FUNCTION);
-    Context context = new Context(JINJAVA.getGlobalContext(), variables, JINJAVA.getGlobalConfig().getDisabled());
-    JinjavaInterpreter interpreter = new JinjavaInterpreter(JINJAVA, context, JINJAVA.getGlobalConfig());
+    // An interpreter costs ~100 µs to build (its EL context registers every function): one per thread is kept,
+    // and each render runs in a fresh scope of it, dropped afterwards.
+    JinjavaInterpreter interpreter = INTERPRETER.get();
+    int errorsBefore = interpreter.getErrors().size();
+    interpreter.enterScope();
+    interpreter.getContext().putAll(variables);
     Render render = new Render(clock);
     Render outer = CURRENT.get();
     CURRENT.set(render);
@@ -142,16 +161,19 @@ final class ChatTemplate {
     try {
       out = interpreter.render(root, false);
     } catch (ChatTemplateException e) {
+      INTERPRETER.remove();
       if (render.raised != null) {
         throw new ChatTemplateException(render.raised, true, null);
       }
       throw e;
     } catch (RuntimeException e) {
+      INTERPRETER.remove();
       if (render.raised != null) {
         throw new ChatTemplateException(render.raised, true, null);
       }
       throw new ChatTemplateException(name + " failed: " + e.getMessage(), false, e);
     } finally {
+      interpreter.leaveScope();
       JinjavaInterpreter.popCurrent();
       if (outer == null) {
         CURRENT.remove();
@@ -160,9 +182,14 @@ final class ChatTemplate {
       }
     }
     if (render.raised != null) {
+      INTERPRETER.remove(); // its error list holds this render's errors
       throw new ChatTemplateException(render.raised, true, null);
     }
-    failOnErrors(interpreter.getErrors(), "failed");
+    List<TemplateError> errors = interpreter.getErrors();
+    if (errors.size() > errorsBefore) {
+      INTERPRETER.remove();
+      failOnErrors(errors.subList(errorsBefore, errors.size()), "failed");
+    }
     return out;
   }
 
@@ -483,7 +510,11 @@ final class ChatTemplate {
         .withMaxOutputSize(64L << 20)
         .build();
     Jinjava jinjava = new Jinjava(config);
-    Context global = jinjava.getGlobalContext();
+    registerCompat(jinjava.getGlobalContext()); // read for the function mapper and the load-time name checks
+    return jinjava;
+  }
+
+  private static void registerCompat(Context global) {
     global.registerFilter(new PyCompat.ToJsonFilter());
     global.registerFilter(new PyCompat.TrimFilter());
     global.registerExpTest(new PyCompat.IterableTest("iterable"));
@@ -492,7 +523,6 @@ final class ChatTemplate {
         Object.class));
     global.registerFunction(new ELFunctionDefinition("", "strftime_now", ChatTemplate.class, "strftimeNow",
         String.class));
-    return jinjava;
   }
 
   /** The template global {@code raise_exception(message)}. */
