@@ -3,6 +3,7 @@ package io.kvroute;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The outcome of one {@link Router#select} call and the handle of the request's booked load; thread-safe:
@@ -17,11 +18,10 @@ public final class Routing implements AutoCloseable {
   static final int PREFILLED = 1;
   static final int CLOSED = 2;
 
-  private final Router router;
+  private final Admission admission;
   private final WorkerRegistry.WorkerState state;
   private final int matchedBlocks;
   private final int gpuMatchedBlocks;
-  private final int blockSize;
   private final int promptTokens;
   final long bookedPrefillTokens;
   final long bookedAtNanos;
@@ -43,15 +43,20 @@ public final class Routing implements AutoCloseable {
   // What the router has released so far; guarded by the router's admission lock.
   boolean prefillReleased;
   boolean blocksReleased;
+  // Whether this request is an ejected worker's half-open probe; set before the handle is published.
+  boolean probe;
+  // The admission's list of open bookings, oldest first; guarded by the admission lock.
+  @Nullable Routing older;
+  @Nullable Routing newer;
+  boolean tracked;
 
-  Routing(Router router, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
+  Routing(Admission admission, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
       List<CandidateScore> explanation) {
-    this.router = router;
+    this.admission = admission;
     this.state = state;
     this.matchedBlocks = matchedBlocks;
     this.gpuMatchedBlocks = gpuMatchedBlocks;
-    this.blockSize = blockSize;
     this.promptTokens = promptTokens;
     this.bookedPrefillTokens = bookedPrefillTokens;
     this.bookedAtNanos = bookedAtNanos;
@@ -82,7 +87,7 @@ public final class Routing implements AutoCloseable {
 
   /** Prompt tokens the chosen worker should find cached: matched blocks times the block size. */
   public int predictedCachedTokens() {
-    return matchedBlocks * blockSize;
+    return matchedBlocks * admission.blockSize; // not a field here: 80 bytes per handle, not 88
   }
 
   /** The prompt length in tokens. */
@@ -109,10 +114,18 @@ public final class Routing implements AutoCloseable {
     return state;
   }
 
-  /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
+  /**
+   * Marks the first output token: the worker's pending prompt tokens for this request are released. If the worker
+   * is not {@link HealthState#HEALTHY}, this also reports a success for it ({@link Router#reportSuccess}): a token
+   * proves it alive, and readmits it if this request was its half-open probe.
+   */
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
-      router.released(this);
+      admission.released(this);
+      if (state.health.state() != HealthState.HEALTHY) {
+        admission.health().success(state); // a token arrived: the worker is alive
+      }
+      admission.health().firstTokenArrived(this);
     }
   }
 
@@ -120,8 +133,14 @@ public final class Routing implements AutoCloseable {
   @Override
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
-      router.released(this);
+      admission.released(this);
+      admission.health().closed(this);
     }
+  }
+
+  /** Closes a stale booking; the admission applies the release itself, under its lock. */
+  void expire() {
+    PHASE.setVolatile(this, CLOSED);
   }
 
   int phase() {
