@@ -21,9 +21,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * or the post-processor adds tokens (only encodings without special tokens are cached). {@link #usable} checks the
  * first three from the tokenizer's files; callers handle the last.
  *
- * <p>Entries are keyed by a 64-bit polynomial hash of the prefix and confirmed by comparing the text, so a hash
- * collision costs a miss, never a wrong answer. The cache holds at most {@code maxBytes} of prefix text and ids
- * (2 bytes a char, 4 an id), evicting the least recently used.
+ * <p>Each encoded text leaves entries for its last {@link #STORED_BOUNDARIES} boundaries, sharing the text and its
+ * ids. Entries are keyed by a 64-bit polynomial hash of the prefix and confirmed by comparing the text, so a hash
+ * collision costs a miss, never a wrong answer. The cache holds at most {@code maxBytes} of texts and ids (2 bytes a
+ * char, 4 an id, counted once per text) and entries, evicting the least recently used.
  */
 final class PrefixCache {
   /** Encodes a piece of text without special tokens. */
@@ -32,6 +33,13 @@ final class PrefixCache {
   }
 
   private static final long PRIME = 0x100000001b3L;
+
+  /**
+   * How many of a text's last boundaries get an entry: enough to reach back past the final message and the
+   * generation prompt (Qwen's ChatML writes 2 special tokens a message, Llama 3 writes 3), so that a sibling request
+   * (the same history with another last message, a regenerated turn) re-uses the history too.
+   */
+  static final int STORED_BOUNDARIES = 8;
 
   private final Map<Character, String[]> tokensByFirstChar;
   private final long maxBytes;
@@ -42,10 +50,25 @@ final class PrefixCache {
   final AtomicLong reusedTokens = new AtomicLong();
   final AtomicLong encodedChars = new AtomicLong();
 
-  private record Entry(String prefix, int[] ids) {
-    long bytes() {
-      return 2L * prefix.length() + 4L * ids.length + 64;
+  /** One encoded text, shared by the entries of its boundaries; counted once while any entry holds it. */
+  private static final class Group {
+    final String text;
+    final int[] ids;
+    int refs;
+
+    Group(String text, int[] ids) {
+      this.text = text;
+      this.ids = ids;
     }
+
+    long bytes() {
+      return 2L * text.length() + 4L * ids.length + 64;
+    }
+  }
+
+  /** The first {@code chars} of a group's text encode to its first {@code tokens} ids. */
+  private record Entry(Group group, int chars, int tokens) {
+    static final long BYTES = 96;
   }
 
   /**
@@ -129,14 +152,12 @@ final class PrefixCache {
       }
       hashes[k] = h ^ ((long) bounds[k] << 40);
     }
-    // the last boundary before the end: a request that ends on a boundary has nothing after it to encode
-    int last = bounds.length - 1;
     Entry hit = null;
     int hitIndex = -1;
     synchronized (entries) {
-      for (int k = last; k >= 0; k--) {
+      for (int k = bounds.length - 1; k >= 0; k--) {
         Entry e = entries.get(hashes[k]);
-        if (e != null && e.prefix.length() == bounds[k] && text.startsWith(e.prefix)) {
+        if (e != null && e.chars == bounds[k] && text.regionMatches(0, e.group.text, 0, e.chars)) {
           hit = e;
           hitIndex = k;
           break;
@@ -144,42 +165,81 @@ final class PrefixCache {
       }
     }
     int hitEnd = hit == null ? 0 : bounds[hitIndex];
-    int lastEnd = bounds[last];
-    int[] head = hit == null ? new int[0] : hit.ids;
+    int headTokens = hit == null ? 0 : hit.tokens;
     if (hit != null) {
       hits.incrementAndGet();
-      reusedTokens.addAndGet(head.length);
+      reusedTokens.addAndGet(headTokens);
     }
-    int[] middle = lastEnd > hitEnd ? encoder.encode(text.substring(hitEnd, lastEnd)) : new int[0];
-    int[] tail = lastEnd < text.length() ? encoder.encode(text.substring(lastEnd)) : new int[0];
     encodedChars.addAndGet(text.length() - hitEnd);
-    int[] prefixIds = head;
-    if (middle.length > 0) {
-      prefixIds = Arrays.copyOf(head, head.length + middle.length);
-      System.arraycopy(middle, 0, prefixIds, head.length, middle.length);
-      put(hashes[last], new Entry(text.substring(0, lastEnd), prefixIds));
+    // encode piece by piece up to each stored boundary, so that each gets its id count
+    int firstStored = Math.max(hitIndex + 1, bounds.length - STORED_BOUNDARIES);
+    int storedCount = bounds.length - firstStored;
+    int[][] pieces = new int[storedCount + 1][];
+    int[] tokensAt = new int[storedCount];
+    int from = hitEnd;
+    int total = headTokens;
+    for (int j = 0; j < storedCount; j++) {
+      int to = bounds[firstStored + j];
+      pieces[j] = to > from ? encoder.encode(text.substring(from, to)) : new int[0];
+      total += pieces[j].length;
+      tokensAt[j] = total;
+      from = to;
     }
-    int[] out = Arrays.copyOf(prefixIds, prefixIds.length + tail.length);
-    System.arraycopy(tail, 0, out, prefixIds.length, tail.length);
-    return out;
+    pieces[storedCount] = from < text.length() ? encoder.encode(text.substring(from)) : new int[0];
+    total += pieces[storedCount].length;
+    int[] ids = new int[total];
+    if (hit != null) {
+      System.arraycopy(hit.group.ids, 0, ids, 0, headTokens);
+    }
+    int pos = headTokens;
+    for (int[] piece : pieces) {
+      System.arraycopy(piece, 0, ids, pos, piece.length);
+      pos += piece.length;
+    }
+    if (storedCount > 0) {
+      Group group = new Group(text, ids);
+      if (group.bytes() + Entry.BYTES <= maxBytes) {
+        synchronized (entries) {
+          for (int j = 0; j < storedCount; j++) {
+            int k = firstStored + j;
+            put(hashes[k], new Entry(group, bounds[k], tokensAt[j]));
+          }
+          evict(group);
+        }
+      }
+    }
+    return storedCount > 0 ? ids.clone() : ids; // the cache keeps its own copy
   }
 
+  /** Under the lock. */
   private void put(long key, Entry entry) {
-    if (entry.bytes() > maxBytes) {
-      return;
+    if (entry.group.refs++ == 0) {
+      bytes += entry.group.bytes();
     }
-    synchronized (entries) {
-      Entry old = entries.put(key, entry);
-      bytes += entry.bytes() - (old == null ? 0 : old.bytes());
-      Iterator<Entry> it = entries.values().iterator();
-      while (bytes > maxBytes && it.hasNext()) {
-        Entry e = it.next();
-        if (e == entry) {
-          continue;
-        }
-        it.remove();
-        bytes -= e.bytes();
+    bytes += Entry.BYTES;
+    Entry old = entries.put(key, entry);
+    if (old != null) {
+      release(old);
+    }
+  }
+
+  private void release(Entry e) {
+    bytes -= Entry.BYTES;
+    if (--e.group.refs == 0) {
+      bytes -= e.group.bytes();
+    }
+  }
+
+  /** Evicts least recently used entries until the bound holds, sparing {@code keep}'s. Under the lock. */
+  private void evict(Group keep) {
+    Iterator<Entry> it = entries.values().iterator();
+    while (bytes > maxBytes && it.hasNext()) {
+      Entry e = it.next();
+      if (e.group == keep) {
+        continue;
       }
+      it.remove();
+      release(e);
     }
   }
 
