@@ -141,6 +141,52 @@ class PrefixCacheTest {
     assertTrue(cache.reusedTokens.get() > totalTokens / 3, cache.reusedTokens.get() + " of " + totalTokens);
   }
 
+  @ParameterizedTest(name = "{0} seed {1}")
+  @MethodSource("seeds")
+  void siblingRequestsReuseTheSharedHistory(String family, long seed) throws IOException {
+    HfTokenizer tokenizer = TestModels.shared(family);
+    PrefixCache cache = new PrefixCache(TestModels.files(family).addedTokens, 1 << 24);
+    SplittableRandom r = new SplittableRandom(seed);
+    List<String> specials = specials(tokenizer);
+    List<Map<String, Object>> history = new ArrayList<>();
+    history.add(message("system", text(r, specials, 10)));
+    for (int i = 0; i < 4; i++) {
+      history.add(message(i % 2 == 0 ? "user" : "assistant", text(r, specials, 20)));
+    }
+    Map<String, Object> extra = family.equals(TestModels.LLAMA)
+        ? Map.of("chat_template_kwargs", Map.of("date_string", "26 Jul 2024")) : Map.of();
+    // the history as it renders with no last message: what every sibling shares, at least
+    List<Map<String, Object>> closed = new ArrayList<>(history);
+    closed.add(message("user", "x"));
+    String shared = tokenizer.applyChatTemplate(chatBody(closed, Map.of("add_generation_prompt", false,
+        "chat_template_kwargs", extra.getOrDefault("chat_template_kwargs", Map.of()))));
+    for (int i = 0; i < 6; i++) {
+      List<Map<String, Object>> messages = new ArrayList<>(history);
+      messages.add(message("user", "sibling " + i + " " + text(r, specials, 10)));
+      String rendered = tokenizer.applyChatTemplate(chatBody(messages, extra));
+      long reused = cache.reusedTokens.get();
+      assertArrayEquals(tokenizer.tokenize(rendered, false), cache.encode(rendered, s -> tokenizer.tokenize(s, false)));
+      if (i > 0) {
+        int common = 0;
+        while (common < shared.length() && common < rendered.length()
+            && shared.charAt(common) == rendered.charAt(common)) {
+          common++;
+        }
+        // at least the history up to the last message's start came from the cache
+        assertTrue(cache.reusedTokens.get() - reused >= tokenizer.tokenize(history(shared, common), false).length
+            - 8, "sibling " + i);
+      }
+    }
+    assertEquals(5, cache.hits.get());
+  }
+
+  /** The text before the last special-token-free stretch ending at {@code common}: the last message's start. */
+  private static String history(String text, int common) {
+    int cut = Math.max(text.lastIndexOf("<|im_start|>", common - 1), text.lastIndexOf("<|start_header_id|>",
+        common - 1));
+    return text.substring(0, Math.max(cut, 0));
+  }
+
   @Test
   void theTokenizerUsesItsCacheForChats() throws IOException {
     HfTokenizer tokenizer = TestModels.shared(TestModels.QWEN3);
