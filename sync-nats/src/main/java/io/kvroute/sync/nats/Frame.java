@@ -24,6 +24,8 @@ final class Frame {
   String replica = "";
   long instance;
   long seq;
+  // DELTAS and SNAPSHOT only: the sender's block size.
+  int blockSize;
   // SNAPSHOT only: the snapshot's id (the seq of its first part), this part's index, and whether it is the last.
   long snapshotId;
   int part;

@@ -16,8 +16,8 @@ import java.nio.charset.StandardCharsets;
  * <pre>
  * frame    = magic 'k' 'l' | version 1 | kind (1 byte) | replica (string) | instance (8 bytes) | seq
  *            | body(kind)
- * DELTAS   : workers | baseId | count | record*count
- * SNAPSHOT : snapshotId | part | last (1 byte, 0 or 1) | workers | baseId | count | record*count
+ * DELTAS   : blockSize | workers | baseId | count | record*count
+ * SNAPSHOT : blockSize | snapshotId | part | last (1 byte, 0 or 1) | workers | baseId | count | record*count
  * SNAPSHOT_REQUEST : target (string; empty = every replica)
  * GOODBYE  : (nothing)
  * workers  = n | (name (string) | dataParallelRank)*n
@@ -27,6 +27,8 @@ import java.nio.charset.StandardCharsets;
  *          | 4 CLOSE          id
  * string   = byteLength | UTF-8 bytes (at most 255)
  * </pre>
+ * The block size travels with every delta and snapshot frame because block hashes only agree between routers with
+ * the same block size: a receiver drops frames of another block size.
  * A frame is rejected as a whole ({@link SyncFormatException}) if it is truncated, has trailing bytes, an unknown
  * kind or tag, a worker index outside its table, more than {@value #MAX_BLOCKS} blocks in a record, or counts that
  * its length cannot hold; the decoder never allocates more than a small multiple of the frame's length.
@@ -140,6 +142,10 @@ final class FrameCodec {
         case Frame.SNAPSHOT_REQUEST -> f.target = string("target");
         case Frame.GOODBYE -> { }
         default -> {
+          f.blockSize = count("block size", Integer.MAX_VALUE);
+          if (f.blockSize == 0) {
+            throw new SyncFormatException("block size 0");
+          }
           if (kind == Frame.SNAPSHOT) {
             f.snapshotId = varint("snapshotId");
             f.part = count("part", Integer.MAX_VALUE);

@@ -93,12 +93,17 @@ final class FrameWriter {
   /**
    * Encodes a {@link Frame#DELTAS} or {@link Frame#SNAPSHOT} frame with the records appended so far, then resets.
    */
-  byte[] finish(int kind, String replica, long instance, long seq, long snapshotId, int part, boolean lastPart) {
+  byte[] finish(int kind, String replica, long instance, long seq, int blockSize, long snapshotId, int part,
+      boolean lastPart) {
     if (kind != Frame.DELTAS && kind != Frame.SNAPSHOT) {
       throw new IllegalArgumentException("kind must be DELTAS or SNAPSHOT but was " + kind);
     }
     ByteSink out = new ByteSink(pendingBytes() + 64 + replica.length() * 3);
     FrameCodec.writeHeader(out, kind, replica, instance, seq);
+    if (blockSize <= 0) {
+      throw new IllegalArgumentException("blockSize must be positive but was " + blockSize);
+    }
+    out.varint(blockSize);
     if (kind == Frame.SNAPSHOT) {
       out.varint(snapshotId);
       out.varint(part);

@@ -56,8 +56,9 @@ class FrameCodecPropertyTest {
       long snapshotId = random.nextLong(0, 1L << 40);
       int part = random.nextInt(0, 100);
       boolean last = random.nextBoolean();
-      byte[] bytes = writer.finish(snapshot ? Frame.SNAPSHOT : Frame.DELTAS, replica, instance, seq, snapshotId, part,
-          last);
+      int blockSize = 1 + random.nextInt(64);
+      byte[] bytes = writer.finish(snapshot ? Frame.SNAPSHOT : Frame.DELTAS, replica, instance, seq, blockSize,
+          snapshotId, part, last);
       assertEquals(0, writer.records(), "finish resets the writer");
 
       FrameCodec.decode(bytes, frame);
@@ -65,6 +66,7 @@ class FrameCodecPropertyTest {
       assertEquals(replica, frame.replica);
       assertEquals(instance, frame.instance);
       assertEquals(seq, frame.seq);
+      assertEquals(blockSize, frame.blockSize);
       if (snapshot) {
         assertEquals(snapshotId, frame.snapshotId);
         assertEquals(part, frame.part);
@@ -145,6 +147,7 @@ class FrameCodecPropertyTest {
     // DELTAS from "a", instance 0x0102030405060708, seq 300, one worker "w" rank 2, base id 1000, three records:
     // BOOK id 1000 on w, 37 prefill tokens, 9 blocks, keys {7, -1}; FIRST_TOKEN id 998; CLOSE id 1001.
     Bytes x = new Bytes().raw('k', 'l', 1, 0).str("a").raw(1, 2, 3, 4, 5, 6, 7, 8).raw(0xAC, 0x02) // seq 300
+        .raw(16) // block size
         .raw(1).str("w").raw(2) // workers
         .raw(0xE8, 0x07) // base 1000
         .raw(3) // records
@@ -156,7 +159,7 @@ class FrameCodecPropertyTest {
     writer.book(1000, w, 37, 9, new long[] {7, -1}, 2);
     writer.firstToken(998);
     writer.close(1001);
-    assertArrayEquals(x.toArray(), writer.finish(Frame.DELTAS, "a", 0x0102030405060708L, 300, 0, 0, false));
+    assertArrayEquals(x.toArray(), writer.finish(Frame.DELTAS, "a", 0x0102030405060708L, 300, 16, 0, 0, false));
 
     byte[] request = FrameCodec.control(Frame.SNAPSHOT_REQUEST, "b", -1, 5, "a");
     assertArrayEquals(new Bytes().raw('k', 'l', 1, 2).str("b").fixed(-1).raw(5).str("a").toArray(), request);
@@ -179,20 +182,21 @@ class FrameCodecPropertyTest {
       overlong.raw(0xFF);
     }
     assertFault(overlong.raw(1), "varint", f);
+    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(0), "block size 0", f);
     // A worker index outside the table.
-    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(1).str("w").raw(0).raw(0).raw(1)
+    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
         .raw(1, 0, 1, 0, 0, 0), "names worker 1", f);
     // An unknown record tag.
-    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(0).raw(0).raw(1).raw(9, 0),
+    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(0).raw(0).raw(1).raw(9, 0),
         "tag 9", f);
     // A record claiming a million hashes in a few bytes: rejected before any allocation of that size.
-    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(1).str("w").raw(0).raw(0).raw(1)
+    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
         .raw(2, 0, 0, 0).raw(0x80, 0x80, 0x40), "declares", f);
     // More keys than blocks.
-    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(1).str("w").raw(0).raw(0).raw(1)
+    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
         .raw(1, 0, 0, 0, 1, 2).fixed(1).fixed(2), "key count", f);
     // A record count the frame cannot hold.
-    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(0).raw(0).raw(100), "record count", f);
+    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(0).raw(0).raw(100), "record count", f);
   }
 
   @Test
@@ -224,7 +228,7 @@ class FrameCodecPropertyTest {
       }
     }
     return writer.finish(random.nextBoolean() ? Frame.SNAPSHOT : Frame.DELTAS, "r" + random.nextInt(100),
-        random.nextLong(), random.nextLong(0, 1L << 50), random.nextLong(0, 1000), random.nextInt(5),
+        random.nextLong(), random.nextLong(0, 1L << 50), 16, random.nextLong(0, 1000), random.nextInt(5),
         random.nextBoolean());
   }
 
