@@ -45,7 +45,7 @@ import org.jspecify.annotations.Nullable;
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
  * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once.
  */
-public final class KvIndexer implements KvEventSink {
+public final class KvIndexer implements KvEventSink, KvIndex {
   /** The default entry budget: 4 Mi entries, about 200 MB at full use. */
   public static final int DEFAULT_MAX_ENTRIES = 4 * 1024 * 1024;
   /** The default bound on distinct workers (worker name and rank pairs). */
@@ -116,11 +116,13 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** The block size, in tokens, that this index hashes with. */
+  @Override
   public int blockSize() {
     return blockSize;
   }
 
   /** The hasher requests must use to query this index. */
+  @Override
   public BlockHasher hasher() {
     return hasher;
   }
@@ -350,6 +352,7 @@ public final class KvIndexer implements KvEventSink {
    *
    * @param sequenceHashes the request's block sequence hashes, from {@link #hasher()}
    */
+  @Override
   public Map<WorkerId, PrefixMatch> findMatches(long[] sequenceHashes) {
     Objects.requireNonNull(sequenceHashes, "sequenceHashes");
     MatchScratch scratch = new MatchScratch();
@@ -508,6 +511,7 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** The number of entries {@code worker} holds. */
+  @Override
   public long entriesOf(WorkerId worker) {
     long stamp = lock.readLock();
     try {
@@ -519,6 +523,7 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** Returns a snapshot of sizes and counters. */
+  @Override
   public IndexStats stats() {
     long stamp = lock.readLock();
     try {
@@ -537,6 +542,7 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** Workers the index knows, in no particular order. */
+  @Override
   public List<WorkerId> workers() {
     long stamp = lock.readLock();
     try {
@@ -875,6 +881,54 @@ public final class KvIndexer implements KvEventSink {
       e = (int) (table[e * STRIDE + LINK] >> 32);
     }
     return false;
+  }
+
+  /** A view of this index without its mutators; thread-safe. */
+  KvIndex readOnlyView() {
+    return new ReadOnlyView(this);
+  }
+
+  private static final class ReadOnlyView implements KvIndex {
+    private final KvIndexer index;
+
+    ReadOnlyView(KvIndexer index) {
+      this.index = index;
+    }
+
+    @Override
+    public int blockSize() {
+      return index.blockSize();
+    }
+
+    @Override
+    public BlockHasher hasher() {
+      return index.hasher();
+    }
+
+    @Override
+    public Map<WorkerId, PrefixMatch> findMatches(long[] sequenceHashes) {
+      return index.findMatches(sequenceHashes);
+    }
+
+    @Override
+    public long entriesOf(WorkerId worker) {
+      return index.entriesOf(worker);
+    }
+
+    @Override
+    public IndexStats stats() {
+      return index.stats();
+    }
+
+    @Override
+    public List<WorkerId> workers() {
+      return index.workers();
+    }
+
+    @Override
+    public String toString() {
+      return index.toString();
+    }
   }
 
   @Override

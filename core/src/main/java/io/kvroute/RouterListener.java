@@ -49,6 +49,17 @@ public interface RouterListener {
   /** The index exceeded its entry budget and dropped {@code entries} of its least recently stored entries. */
   default void onIndexEviction(int entries) {}
 
-  /** Stale load bookings (requests never closed) expired. */
+  /** Stale load bookings (requests never closed) expired; called after the admission lock is released. */
   default void onBookingsExpired(int count) {}
+
+  /**
+   * A worker's health changed, for example after failures ejected it or a probe readmitted it; called on the
+   * reporting thread, outside the admission lock.
+   *
+   * @param worker the worker
+   * @param from its previous state
+   * @param to its new state
+   * @param reason a human-readable cause, such as {@code "3 consecutive failures, last CONNECT_FAILED"}
+   */
+  default void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {}
 }

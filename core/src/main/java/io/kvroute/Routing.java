@@ -3,6 +3,7 @@ package io.kvroute;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The outcome of one {@link Router#select} call and the handle of the request's booked load; thread-safe:
@@ -17,7 +18,7 @@ public final class Routing implements AutoCloseable {
   static final int PREFILLED = 1;
   static final int CLOSED = 2;
 
-  private final Router router;
+  private final Admission admission;
   private final WorkerRegistry.WorkerState state;
   private final int matchedBlocks;
   private final int gpuMatchedBlocks;
@@ -43,11 +44,17 @@ public final class Routing implements AutoCloseable {
   // What the router has released so far; guarded by the router's admission lock.
   boolean prefillReleased;
   boolean blocksReleased;
+  // Whether this request is an ejected worker's half-open probe; set before the handle is published.
+  boolean probe;
+  // The admission's list of open bookings, oldest first; guarded by the admission lock.
+  @Nullable Routing older;
+  @Nullable Routing newer;
+  boolean tracked;
 
-  Routing(Router router, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
+  Routing(Admission admission, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
       List<CandidateScore> explanation) {
-    this.router = router;
+    this.admission = admission;
     this.state = state;
     this.matchedBlocks = matchedBlocks;
     this.gpuMatchedBlocks = gpuMatchedBlocks;
@@ -112,7 +119,10 @@ public final class Routing implements AutoCloseable {
   /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
-      router.released(this);
+      admission.released(this);
+      if (state.health.state() != HealthState.HEALTHY) {
+        admission.health().success(state); // a token arrived: the worker is alive
+      }
     }
   }
 
@@ -120,8 +130,13 @@ public final class Routing implements AutoCloseable {
   @Override
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
-      router.released(this);
+      admission.released(this);
     }
+  }
+
+  /** Closes a stale booking; the admission applies the release itself, under its lock. */
+  void expire() {
+    PHASE.setVolatile(this, CLOSED);
   }
 
   int phase() {
