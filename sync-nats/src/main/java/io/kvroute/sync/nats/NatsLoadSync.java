@@ -101,6 +101,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   // Publishing; guarded by publishLock.
   private final Object publishLock = new Object();
   private long seq;
+  private volatile long lastSequence;
   private long lastPublishNanos;
   private long lastSnapshotNanos;
 
@@ -175,9 +176,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** The current counters. */
   public SyncStats stats() {
     PeerTable p = peers;
-    return new SyncStats(framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
+    return new SyncStats(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
         p == null ? 0 : p.framesRejected(), deltasDropped.get(), snapshotsSent.get(), connected,
-        p == null ? List.of() : p.peerNames());
+        p == null ? java.util.Map.of() : p.peerSequences());
   }
 
   @Override
@@ -417,11 +418,15 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       }
       long[] ids;
       Open[] bookings;
+      List<FrameWriter> pending = new ArrayList<>(2);
       synchronized (this) {
-        // Batched deltas are superseded by the snapshot, which reflects them: they are never published.
-        full.forEach(FrameWriter::reset);
-        writer.reset();
+        // Batched deltas go first: the snapshot supersedes their bookings, but not the predictions they carry.
+        pending.addAll(full);
         full.clear();
+        if (writer.records() > 0) {
+          pending.add(writer);
+          writer = new FrameWriter();
+        }
         snapshotDue = false;
         ids = new long[open.size()];
         bookings = new Open[open.size()];
@@ -430,7 +435,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
           ids[i] = e.getLongKey();
           bookings[i++] = e.getValue();
         }
-        // The prefill field may change under the router after this block; a snapshot reading it is as fresh.
+      }
+      for (FrameWriter w : pending) {
+        publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
       }
       long snapshotId = seq + 1;
       int part = 0;
@@ -477,6 +484,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
 
   /** Under publishLock. */
   private void publish(Connection c, byte[] bytes) {
+    lastSequence = seq;
     try {
       c.publish(subject, bytes);
       framesSent.incrementAndGet();

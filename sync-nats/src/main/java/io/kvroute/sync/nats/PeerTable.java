@@ -83,17 +83,6 @@ final class PeerTable {
           + view.blockSize()));
       return Disposition.REJECTED;
     }
-    if (f.kind == Frame.SNAPSHOT_REQUEST) {
-      if (f.target.isEmpty() || f.target.equals(self)) {
-        outbox.snapshotRequested(f.replica);
-      }
-      // A request also proves the peer is alive, but it may come before any frame of its: no peer is created.
-      Peer p = peers.get(f.replica);
-      if (p != null && p.instance == f.instance) {
-        p.lastHeardNanos = nowNanos;
-      }
-      return Disposition.CONTROL;
-    }
     if (f.kind == Frame.GOODBYE) {
       Peer p = peers.get(f.replica);
       if (p != null && p.instance == f.instance) {
@@ -131,6 +120,13 @@ final class PeerTable {
       notify(l -> l.onGap(name, expected, f.seq));
     }
     p.lastSeq = f.seq;
+    if (f.kind == Frame.SNAPSHOT_REQUEST) {
+      if (f.target.isEmpty() || f.target.equals(self)) {
+        outbox.snapshotRequested(f.replica);
+      }
+      askIfUnsynced(p, nowNanos);
+      return Disposition.CONTROL;
+    }
     if (f.kind == Frame.SNAPSHOT) {
       return stage(p, f, nowNanos);
     }
@@ -263,6 +259,12 @@ final class PeerTable {
 
   synchronized List<String> peerNames() {
     return List.copyOf(peers.keySet());
+  }
+
+  synchronized Map<String, Long> peerSequences() {
+    Map<String, Long> out = new HashMap<>();
+    peers.forEach((name, p) -> out.put(name, p.lastSeq));
+    return out;
   }
 
   synchronized boolean isSynced(String replica) {
