@@ -35,14 +35,17 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  *
  * <p>The simulation runs on a virtual clock, so load sharing runs in virtual time too: every
- * {@code --sync-interval-ms} of virtual time (5 ms, {@link NatsLoadSync}'s default batching interval) each replica
+ * {@code --sync-interval-ms} of virtual time (0.2 ms, {@link NatsLoadSync}'s default batch delay) each replica
  * flushes its batched deltas to the NATS server, and the simulation waits (in real time) until every peer has
  * received and applied them; a peer therefore learns a booking up to one interval after it was made, as in
- * production, while network latency (sub-millisecond on a LAN) is not modelled. Without {@code --nats-url} a
+ * production (NATS itself adds tens of microseconds on loopback, not modelled). Without {@code --nats-url} a
  * {@code nats-server} is started on a free loopback port. Every replica receives every engine's KV events, as a
  * real deployment where each replica subscribes to every engine.
  */
 public final class ReplicaExperiment {
+  // Held so the level sticks: the router's per-worker approximate-mode notices would flood the output.
+  private static final java.util.logging.Logger KVROUTE_LOG = java.util.logging.Logger.getLogger("io.kvroute");
+
   private ReplicaExperiment() {}
 
   /** Runs the grid and prints the table. */
@@ -60,6 +63,7 @@ public final class ReplicaExperiment {
       System.out.println(Options.USAGE);
       return;
     }
+    KVROUTE_LOG.setLevel(java.util.logging.Level.WARNING);
     long start = System.nanoTime();
     LocalNatsServer server = null;
     String url = options.natsUrl;
@@ -130,7 +134,7 @@ public final class ReplicaExperiment {
         String subject = "kvroute.experiment." + ProcessHandle.current().pid() + "." + RUNS.incrementAndGet();
         for (int r = 0; r < replicas; r++) {
           syncs[r] = NatsLoadSync.newBuilder().servers(natsUrl).subject(subject).replicaName("replica-" + r)
-              .flushInterval(Duration.ZERO) // flushed in virtual time by the simulation
+              .manualFlush() // flushed in virtual time by the simulation
               .snapshotInterval(Duration.ZERO).heartbeatInterval(Duration.ofSeconds(1))
               .replicaTtl(Duration.ofSeconds(60)).build();
         }
@@ -273,7 +277,8 @@ public final class ReplicaExperiment {
         "  --policies kvAware,approximate,cacheAffinity",
         "  --kinds 2,7,12,24         prefix kinds",
         "  --workers 6  --concurrency 8  --requests 240  --runs 3  --blocks 585  --output-tokens 128  --seed 1",
-        "  --sync-interval-ms 5      virtual time between flushes of the replicas' batched deltas",
+        "  --sync-interval-ms 0.2    virtual time between flushes of the replicas' batched deltas (a peer learns",
+        "                            of a booking up to this late; default: NatsLoadSync's batch delay)",
         "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)");
 
     int[] replicas = {1, 2, 4};
@@ -287,7 +292,7 @@ public final class ReplicaExperiment {
     int blocks = SimEngineConfig.DEFAULT_NUM_BLOCKS;
     int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
     long seed = 1;
-    long syncIntervalNanos = NatsLoadSync.DEFAULT_FLUSH_INTERVAL.toNanos();
+    long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
     @Nullable String natsUrl;
     boolean help;
 

@@ -5,7 +5,7 @@ package io.kvroute.sync.nats;
  * implementations must be thread-safe, and every method must execute fast, without external locking, and must not
  * throw (an exception is logged and ignored).
  *
- * <p>Methods run on the sync's scheduler thread, on the NATS dispatcher thread or on the NATS connection-event
+ * <p>Methods run on the sync's publisher thread, on the NATS dispatcher thread or on the NATS connection-event
  * thread. All default to doing nothing; {@link #NONE} is the no-op instance.
  */
 public interface SyncListener {

@@ -340,7 +340,7 @@ class NatsLoadSyncTest {
     assertThrows(IllegalArgumentException.class, () -> b.subject("kvroute.>"));
     assertThrows(IllegalArgumentException.class, () -> b.replicaName(" "));
     assertThrows(IllegalArgumentException.class, () -> b.heartbeatInterval(Duration.ZERO));
-    assertThrows(IllegalArgumentException.class, () -> b.flushInterval(Duration.ofMillis(-1)));
+    assertThrows(IllegalArgumentException.class, () -> b.batchDelay(Duration.ofMillis(-1)));
     assertThrows(IllegalArgumentException.class, () -> b.maxFrameBytes(100));
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> NatsLoadSync.newBuilder()
         .servers("nats://127.0.0.1:1").heartbeatInterval(Duration.ofSeconds(5)).replicaTtl(Duration.ofSeconds(5))
