@@ -544,9 +544,25 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
 
   private void connectionEvent(Connection conn, ConnectionListener.Events event) {
     try {
+      // Every event carries the connection, even a failed first attempt's: close() must be able to stop it.
+      connection = conn;
+      if (closed) {
+        if (event != ConnectionListener.Events.CLOSED) {
+          // Closed before the connection first reported: stop its reconnect loop (not on the callback thread).
+          Thread closer = new Thread(() -> {
+            try {
+              conn.close();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }, "kvroute-sync-nats-close");
+          closer.setDaemon(true);
+          closer.start();
+        }
+        return;
+      }
       switch (event) {
         case CONNECTED, RECONNECTED, RESUBSCRIBED -> {
-          connection = conn;
           if (dispatcher == null) {
             synchronized (this) {
               if (dispatcher == null && !closed) {

@@ -332,6 +332,28 @@ class NatsLoadSyncTest {
   }
 
   @Test
+  void aRouterStartsAndRoutesWhileNoServerIsReachable() throws Exception {
+    int deadPort;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      deadPort = s.getLocalPort();
+    }
+    Replica lonely = replica("lonely", RouterPolicy.kvAware(), "nats://127.0.0.1:" + deadPort);
+    assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
+      for (int i = 0; i < 200; i++) {
+        lonely.router.select(prompt(i, 64)).close();
+      }
+    });
+    assertFalse(lonely.sync.isConnected());
+    assertEquals(0, lonely.seenTotal());
+    assertTrue(lonely.sync.stats().deltasDropped() >= 200, lonely.sync.stats().toString());
+    assertEquals(0, lonely.sync.stats().framesSent());
+    lonely.sync.close();
+    await(5, "closing stops the publisher even though the connection never came up",
+        () -> Thread.getAllStackTraces().keySet().stream()
+            .noneMatch(t -> t.getName().equals("kvroute-sync-nats-lonely")));
+  }
+
+  @Test
   void configurationIsValidated() {
     NatsLoadSync.Builder b = NatsLoadSync.newBuilder();
     assertThrows(IllegalStateException.class, b::build, "servers are required");
