@@ -31,6 +31,7 @@ final class Admission {
   private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
 
   private final ReentrantLock lock = new ReentrantLock();
+  final int blockSize;
   private final long bookingTimeoutNanos;
   private final HealthReports health;
   private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
@@ -46,7 +47,8 @@ final class Admission {
   private long nextBookingId; // guarded by lock
   private boolean sharedFailed; // guarded by lock: the port threw once (logged once)
 
-  Admission(long bookingTimeoutNanos, long randomSeed, HealthReports health, SharedLoad shared) {
+  Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health, SharedLoad shared) {
+    this.blockSize = blockSize;
     this.bookingTimeoutNanos = bookingTimeoutNanos;
     this.random = new SplittableRandom(randomSeed);
     this.health = health;
@@ -74,6 +76,10 @@ final class Admission {
 
   void unlock() {
     lock.unlock();
+  }
+
+  boolean heldByCurrentThread() {
+    return lock.isHeldByCurrentThread();
   }
 
   HealthReports health() {
@@ -194,7 +200,7 @@ final class Admission {
     untrack(routing);
     pool.give(routing.hashes);
     if (routing.probe) {
-      state.health.probeAbandoned(); // no-op unless the probe ended without a success or failure reported
+      state.health.probeEnded(routing); // frees the probe if it ended with no success or failure reported
     }
   }
 

@@ -84,11 +84,11 @@ public final class Router {
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
     this.ticker = b.ticker;
-    this.listener = b.listener;
+    this.listener = CompositeRouterListener.of(b.listeners);
     this.maxPromptTokens = b.maxPromptTokens;
     this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.health = new HealthReports(ticker, listener);
-    this.admission = new Admission(b.bookingTimeout.toNanos(), b.randomSeed, health, b.sharedLoad);
+    this.admission = new Admission(blockSize, b.bookingTimeout.toNanos(), b.randomSeed, health, b.sharedLoad);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
         .maxWorkers(b.maxWorkers).listener(listener).build();
     this.indexView = indexer.readOnlyView();
@@ -109,7 +109,7 @@ public final class Router {
   }
 
   /**
-   * Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listener.
+   * Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listeners.
    *
    * @return a new builder
    */
@@ -370,7 +370,6 @@ public final class Router {
       throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
     }
     WorkerRegistry.WorkerState chosen = candidateStates[choice];
-    boolean probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe();
     int matched = candidates.overlapBlocks(choice);
     int[] tokens = request.tokens();
     long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
@@ -378,9 +377,10 @@ public final class Router {
     System.arraycopy(hashes, 0, booked, 0, count);
     List<CandidateScore> explanation = request.explain()
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
-    Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
-        tokens.length, uncached, now, booked, count, policy.name(), explanation);
-    routing.probe = probe;
+    Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
+        uncached, now, booked, count, policy.name(), explanation);
+    // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
+    routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
     if (!admission.book(routing)) {
       throw new IllegalStateException("worker " + chosen.worker.id() + " lost its slot under the admission lock");
     }
@@ -534,8 +534,10 @@ public final class Router {
     state.updateMode();
     if (before != streamState) {
       boolean untrusted = streamState == EventStreamState.SILENT || streamState == EventStreamState.BROKEN;
-      LOG.log(untrusted ? Level.WARNING : Level.INFO, () -> "worker " + worker + " KV event stream " + before
-          + " -> " + streamState + (untrusted ? ": scoring it by the router's own predictions" : ""));
+      boolean recovered = before == EventStreamState.SILENT || before == EventStreamState.BROKEN;
+      LOG.log(untrusted ? Level.WARNING : recovered ? Level.INFO : Level.DEBUG, () -> "worker " + worker
+          + " KV event stream " + before + " -> " + streamState
+          + (untrusted ? ": scoring it by the router's own predictions" : ""));
     }
   }
 
@@ -638,6 +640,10 @@ public final class Router {
     }
   }
 
+  boolean admissionHeldByCurrentThread() {
+    return admission.heldByCurrentThread();
+  }
+
   int openBookings() {
     admission.lock();
     try {
@@ -699,6 +705,11 @@ public final class Router {
   /** Drops events of workers that are not registered, so removed workers cannot come back through late events. */
   private final class RegisteredWorkersSink implements KvEventSink {
     @Override
+    public boolean accepts(WorkerId worker) {
+      return registry.contains(worker);
+    }
+
+    @Override
     public void apply(WorkerId worker, KvEvent event) {
       WorkerRegistry.WorkerState state = registry.state(worker);
       if (state == null) {
@@ -742,7 +753,7 @@ public final class Router {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
     private Ticker ticker = Ticker.systemTicker();
-    private RouterListener listener = RouterListener.NONE;
+    private final List<RouterListener> listeners = new ArrayList<>();
     private long randomSeed = System.nanoTime();
     private int maxIndexEntries = KvIndexer.DEFAULT_MAX_ENTRIES;
     private int maxWorkers = KvIndexer.DEFAULT_MAX_WORKERS;
@@ -771,9 +782,9 @@ public final class Router {
     /**
      * The longest prompt {@link Router#select} accepts, in tokens; longer ones are rejected with
      * {@link InvalidRouteRequestException} ({@link InvalidRouteRequestException.Reason#PROMPT_TOO_LONG}). The
-     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), is at least the context window of the models
-     * engines commonly serve, so no prompt an engine could accept is refused, while it bounds the work one
-     * selection does under the admission lock (a few milliseconds at most).
+     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), covers the context windows of the models engines
+     * commonly serve (up to 1M tokens; raise it for longer ones), while it bounds the work one selection does under
+     * the admission lock (about 0.4 ms at the limit) and the memory its booking holds.
      *
      * @param maxPromptTokens the bound
      * @return this builder
@@ -842,6 +853,13 @@ public final class Router {
       return this;
     }
 
+    /**
+     * How a worker is chosen among the candidates. Default: {@link RouterPolicy#kvAware()}, Dynamo's KV-aware cost with
+     * {@link KvAwareConfig#DEFAULT} (overlap weight 1.0, temperature 0: the lowest cost wins).
+     *
+     * @param policy the policy
+     * @return this builder
+     */
     public Builder policy(RouterPolicy policy) {
       this.policy = Objects.requireNonNull(policy, "policy");
       return this;
@@ -853,8 +871,16 @@ public final class Router {
       return this;
     }
 
+    /**
+     * Adds a listener for routing decisions, first tokens, closes, workers and the index; call again to add more
+     * (each call adds, none replaces). Listeners are called in the order added; one that throws is logged and
+     * skipped, and neither the others nor the router's caller see the exception. Default: none.
+     *
+     * @param listener the listener to add
+     * @return this builder
+     */
     public Builder listener(RouterListener listener) {
-      this.listener = Objects.requireNonNull(listener, "listener");
+      this.listeners.add(Objects.requireNonNull(listener, "listener"));
       return this;
     }
 

@@ -22,7 +22,6 @@ public final class Routing implements AutoCloseable {
   private final WorkerRegistry.WorkerState state;
   private final int matchedBlocks;
   private final int gpuMatchedBlocks;
-  private final int blockSize;
   private final int promptTokens;
   final long bookedPrefillTokens;
   final long bookedAtNanos;
@@ -53,14 +52,13 @@ public final class Routing implements AutoCloseable {
   // The admission's id of this booking, shared with peer replicas; 0 until booked. Guarded by the admission lock.
   long bookingId;
 
-  Routing(Admission admission, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
+  Routing(Admission admission, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
       List<CandidateScore> explanation) {
     this.admission = admission;
     this.state = state;
     this.matchedBlocks = matchedBlocks;
     this.gpuMatchedBlocks = gpuMatchedBlocks;
-    this.blockSize = blockSize;
     this.promptTokens = promptTokens;
     this.bookedPrefillTokens = bookedPrefillTokens;
     this.bookedAtNanos = bookedAtNanos;
@@ -91,7 +89,7 @@ public final class Routing implements AutoCloseable {
 
   /** Prompt tokens the chosen worker should find cached: matched blocks times the block size. */
   public int predictedCachedTokens() {
-    return matchedBlocks * blockSize;
+    return matchedBlocks * admission.blockSize; // not a field here: 80 bytes per handle, not 88
   }
 
   /** The prompt length in tokens. */
@@ -118,13 +116,18 @@ public final class Routing implements AutoCloseable {
     return state;
   }
 
-  /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
+  /**
+   * Marks the first output token: the worker's pending prompt tokens for this request are released. If the worker
+   * is not {@link HealthState#HEALTHY}, this also reports a success for it ({@link Router#reportSuccess}): a token
+   * proves it alive, and readmits it if this request was its half-open probe.
+   */
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
       admission.released(this);
       if (state.health.state() != HealthState.HEALTHY) {
         admission.health().success(state); // a token arrived: the worker is alive
       }
+      admission.health().firstTokenArrived(this);
     }
   }
 
@@ -133,6 +136,7 @@ public final class Routing implements AutoCloseable {
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
       admission.released(this);
+      admission.health().closed(this);
     }
   }
 
