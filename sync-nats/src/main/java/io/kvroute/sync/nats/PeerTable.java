@@ -22,6 +22,8 @@ final class PeerTable {
   static final long REQUEST_BACKOFF_NANOS = 250_000_000L;
   /** A snapshot staged over more bookings than this is abandoned (and asked again). */
   static final int MAX_STAGED_BOOKINGS = 1 << 20;
+  /** Frames of further peers are rejected: a flood of made-up replica names cannot grow the table without bound. */
+  static final int MAX_PEERS = 4096;
 
   private final String self;
   private final RemoteLoad view;
@@ -93,6 +95,12 @@ final class PeerTable {
       return Disposition.CONTROL;
     }
     Peer p = peers.get(f.replica);
+    if (p == null && peers.size() >= MAX_PEERS) {
+      framesRejected++;
+      notify(l -> l.onFrameRejected("more than " + MAX_PEERS + " peer replicas; frame of " + f.replica
+          + " dropped"));
+      return Disposition.REJECTED;
+    }
     if (p == null) {
       p = new Peer(f.replica);
       p.instance = f.instance;

@@ -309,6 +309,17 @@ class PeerTableTest {
     assertEquals(1, table.framesRejected());
   }
 
+  @Test
+  void theNumberOfPeersIsBounded() {
+    for (int i = 0; i < PeerTable.MAX_PEERS; i++) {
+      assertEquals(PeerTable.Disposition.APPLIED, table.receive(new Sender("r" + i, i).deltas(), 0));
+    }
+    assertEquals(PeerTable.Disposition.REJECTED, table.receive(new Sender("one-too-many", 1).deltas(), 0));
+    assertEquals(PeerTable.MAX_PEERS, table.peerNames().size());
+    assertEquals(PeerTable.MAX_PEERS, table.expire(1, 1), "they all expire");
+    assertEquals(PeerTable.Disposition.APPLIED, table.receive(new Sender("one-too-many", 1).deltas(), 2));
+  }
+
   static Stream<Arguments> seeds() {
     return LongStream.rangeClosed(1, 30).mapToObj(Arguments::of);
   }
