@@ -97,7 +97,10 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private FrameWriter writer = new FrameWriter();
   private final ArrayDeque<FrameWriter> full = new ArrayDeque<>();
   private final ArrayDeque<FrameWriter> spare = new ArrayDeque<>();
-  private final Long2ObjectOpenHashMap<Open> open = new Long2ObjectOpenHashMap<>();
+  // Sized so that it never shrinks (fastutil keeps the initial capacity), and its entries recycled: a booking costs
+  // no allocation once the working set is reached.
+  private final Long2ObjectOpenHashMap<Open> open = new Long2ObjectOpenHashMap<>(1024);
+  private final ArrayDeque<Open> freeOpens = new ArrayDeque<>();
   private long[] keyScratch = new long[64];
   private boolean snapshotDue;
   private boolean requestAll;
@@ -131,17 +134,11 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
 
   /** One of this replica's open bookings, kept for snapshots. */
   private static final class Open {
-    final WorkerId worker;
+    WorkerId worker;
     long prefill;
-    final int blocks;
-    final long[] keys;
-
-    Open(WorkerId worker, long prefill, int blocks, long[] keys) {
-      this.worker = worker;
-      this.prefill = prefill;
-      this.blocks = blocks;
-      this.keys = keys;
-    }
+    int blocks;
+    long[] keys = new long[16];
+    int keyCount;
   }
 
   private NatsLoadSync(Builder b) {
@@ -266,7 +263,22 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         keyScratch = new long[Math.max(n, keyScratch.length * 2)];
       }
       RemoteLoad.loadKeys(hashes, blocks, keyScratch);
-      open.put(bookingId, new Open(worker, prefillTokens, blocks, java.util.Arrays.copyOf(keyScratch, n)));
+      Open o = freeOpens.pollFirst();
+      if (o == null) {
+        o = new Open();
+      }
+      if (o.keys.length < n) {
+        o.keys = new long[Math.max(n, 2 * o.keys.length)];
+      }
+      System.arraycopy(keyScratch, 0, o.keys, 0, n);
+      o.worker = worker;
+      o.prefill = prefillTokens;
+      o.blocks = blocks;
+      o.keyCount = n;
+      Open replaced = open.put(bookingId, o);
+      if (replaced != null) {
+        recycle(replaced);
+      }
       if (!connected) {
         deltasDropped.incrementAndGet();
         return;
@@ -300,15 +312,25 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   @Override
   public void closed(long bookingId) {
     synchronized (this) {
-      if (open.remove(bookingId) == null) {
+      Open o = open.remove(bookingId);
+      if (o == null) {
         return;
       }
+      recycle(o);
       if (!connected) {
         deltasDropped.incrementAndGet();
         return;
       }
       writer.close(bookingId);
       afterAppend();
+    }
+  }
+
+  /** Under `this`. */
+  private void recycle(Open o) {
+    o.worker = null;
+    if (freeOpens.size() < 4096) {
+      freeOpens.addFirst(o);
     }
   }
 
@@ -460,7 +482,11 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         return;
       }
       long[] ids;
-      Open[] bookings;
+      WorkerId[] workers;
+      long[] prefills;
+      int[] blocks;
+      long[] keys;
+      int[] keyOffsets;
       List<FrameWriter> pending = new ArrayList<>(2);
       synchronized (this) {
         // Batched deltas go first: the snapshot supersedes their bookings, but not the predictions they carry.
@@ -471,13 +497,32 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
           writer = new FrameWriter();
         }
         snapshotDue = false;
-        ids = new long[open.size()];
-        bookings = new Open[open.size()];
-        int i = 0;
-        for (Long2ObjectMap.Entry<Open> e : open.long2ObjectEntrySet()) {
-          ids[i] = e.getLongKey();
-          bookings[i++] = e.getValue();
+        // Copied under the lock (entries are recycled once closed): about 20 longs per booking.
+        int n = open.size();
+        ids = new long[n];
+        workers = new WorkerId[n];
+        prefills = new long[n];
+        blocks = new int[n];
+        keyOffsets = new int[n + 1];
+        int totalKeys = 0;
+        for (Open o : open.values()) {
+          totalKeys += o.keyCount;
         }
+        keys = new long[totalKeys];
+        int i = 0;
+        int k = 0;
+        for (Long2ObjectMap.Entry<Open> e : open.long2ObjectEntrySet()) {
+          Open o = e.getValue();
+          ids[i] = e.getLongKey();
+          workers[i] = o.worker;
+          prefills[i] = o.prefill;
+          blocks[i] = o.blocks;
+          keyOffsets[i] = k;
+          System.arraycopy(o.keys, 0, keys, k, o.keyCount);
+          k += o.keyCount;
+          i++;
+        }
+        keyOffsets[n] = k;
       }
       for (FrameWriter w : pending) {
         publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
@@ -485,13 +530,14 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       long snapshotId = seq + 1;
       int part = 0;
       FrameWriter w = new FrameWriter();
+      long[] scratch = new long[16];
       for (int i = 0; i < ids.length; i++) {
-        Open o = bookings[i];
-        long prefill;
-        synchronized (this) {
-          prefill = o.prefill;
+        int count = keyOffsets[i + 1] - keyOffsets[i];
+        if (scratch.length < count) {
+          scratch = new long[Math.max(count, 2 * scratch.length)];
         }
-        w.book(ids[i], o.worker, prefill, o.blocks, o.keys, o.keys.length);
+        System.arraycopy(keys, keyOffsets[i], scratch, 0, count);
+        w.book(ids[i], workers[i], prefills[i], blocks[i], scratch, count);
         if (w.pendingBytes() >= maxFrameBytes && i < ids.length - 1) {
           publish(c, w.finish(Frame.SNAPSHOT, replica, instance, ++seq, blockSize, snapshotId, part++, false));
         }

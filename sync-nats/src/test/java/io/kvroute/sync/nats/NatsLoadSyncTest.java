@@ -334,6 +334,51 @@ class NatsLoadSyncTest {
     assertEquals(a.seenOn(W0), late.seenOn(W0));
   }
 
+  /** Bytes the calling thread allocates per select-firstToken-close, after warm-up. */
+  private static double allocatedPerSelect(Router router, int[][] prompts) {
+    com.sun.management.ThreadMXBean mx =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    long thread = Thread.currentThread().getId();
+    int n = 10_000;
+    double least = Double.MAX_VALUE;
+    for (int round = 0; round < 4; round++) { // the first rounds grow buffers and warm up; keep the least
+      long before = mx.getThreadAllocatedBytes(thread);
+      for (int i = 0; i < n; i++) {
+        try (Routing r = router.select(prompts[i & 63])) {
+          r.firstToken();
+        }
+      }
+      least = Math.min(least, (double) (mx.getThreadAllocatedBytes(thread) - before) / n);
+    }
+    return least;
+  }
+
+  @Test
+  void sharingAddsNoAllocationToTheSelectingThread() throws Exception {
+    Replica a = replica("a", RouterPolicy.kvAware(), NATS.server().url());
+    Replica b = replica("b", RouterPolicy.kvAware(), NATS.server().url());
+    awaitMesh(5);
+    int[][] prompts = new int[64][];
+    for (int i = 0; i < prompts.length; i++) {
+      prompts[i] = prompt(i, 2048);
+    }
+    Router alone = Router.newBuilder().policy(RouterPolicy.kvAware()).randomSeed(1).build();
+    alone.addWorker(Worker.of(W0));
+    alone.addWorker(Worker.of(W1));
+    for (Router r : List.of(alone, a.router)) { // as with a live event subscriber: no predictions, plain bookings
+      r.reportEventStream(W0, io.kvroute.EventStreamState.LIVE);
+      r.reportEventStream(W1, io.kvroute.EventStreamState.LIVE);
+    }
+    double base = allocatedPerSelect(alone, prompts);
+    double shared = allocatedPerSelect(a.router, prompts);
+    // The hooks append to reused buffers and recycle their bookkeeping: nothing beyond noise per call.
+    assertTrue(shared - base < 16, "sharing adds " + (shared - base) + " B per select (" + base + " without)");
+    System.out.printf("allocation per select on the selecting thread: %.1f B alone, %.1f B with sharing%n", base,
+        shared);
+    await(5, "b saw a's bookings come and go", () -> b.remoteOpen() == 0
+        && b.sync.stats().peers().getOrDefault("a", 0L) >= a.sync.stats().sequence());
+  }
+
   @Test
   void aRouterStartsAndRoutesWhileNoServerIsReachable() throws Exception {
     int deadPort;
