@@ -138,7 +138,7 @@ public final class Gateway implements AutoCloseable {
       subscriber = KvEventSubscriber.newBuilder().sink(router.eventSink()).listener(eventMetrics).build();
       for (WorkerSpec w : options.workers()) {
         if (w.events() != null) {
-          subscriber.addWorker(w.name(), w.events(), w.replay(), w.topic(), w.ranks());
+          subscriber.addWorker(WorkerId.of(w.name()), w.events(), w.replay(), w.topic(), w.ranks());
         }
       }
       subscriber.start();

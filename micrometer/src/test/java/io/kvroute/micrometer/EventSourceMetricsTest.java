@@ -39,7 +39,7 @@ class EventSourceMetricsTest {
     try (KvEventPublisher publisher = KvEventPublisher.newBuilder().build();
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(router.eventSink()).listener(metrics)
             .build()) {
-      subscriber.addWorker("engine", publisher.endpoint(), null, "", 1);
+      subscriber.addWorker(id, publisher.endpoint(), null, "", 1);
       subscriber.start();
       assertTrue(publisher.awaitSubscribers(1, Duration.ofSeconds(20)));
       int[] blocks = {3, 5, 2};

@@ -5,6 +5,7 @@ import static io.kvroute.transport.okhttp.TestSupport.await;
 import static io.kvroute.transport.okhttp.TestSupport.words;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
@@ -123,6 +124,9 @@ class RelayTest {
           "{\"prompt\":\"" + words("p", 5) + "\",\"model\":\"" + MODEL + "\",\"max_tokens\":100000}");
       assertEquals(400, tooLong.statusCode()); // the worker's own answer, relayed
       assertTrue(((Map<?, ?>) Json.parse(tooLong.body())).containsKey("error"));
+      // The relay closes the routing handle after the client has its answer: wait for it, then expect exactly 0.
+      assertNotNull(results.poll(20, java.util.concurrent.TimeUnit.SECONDS), "the relay of the 400");
+      await(() -> router.activeRequests(WorkerId.of("w")) <= 0, "the last booking's release");
       assertEquals(0, router.activeRequests(WorkerId.of("w")));
     }
   }
