@@ -76,6 +76,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   public static final Duration DEFAULT_RECONNECT_WAIT = Duration.ofMillis(250);
 
   private static final int MAX_QUEUED_FRAMES = 64;
+  // Writers kept for reuse (each holds up to maxFrameBytes): enough that a publisher lagging by a few frames, as on
+  // a loaded machine, does not make the selecting threads allocate new ones.
+  private static final int MAX_SPARE_WRITERS = 16;
   private static final int MAX_OPEN_BOOKINGS = 1 << 20;
   private static final long TICK_NANOS_MAX = 5_000_000L;
 
@@ -466,7 +469,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       }
       synchronized (this) {
         for (FrameWriter w : batch) {
-          if (spare.size() < 4) {
+          if (spare.size() < MAX_SPARE_WRITERS) {
             spare.addLast(w);
           }
         }
