@@ -86,8 +86,17 @@ public final class SocketIngestion {
       long subscriberThread = threadNamed(threads, SUBSCRIBER_THREAD);
       long publisherThread = Thread.currentThread().getId();
       int inFlight = Math.max(1, window / batch); // batches
-      long published = 0;
-      int next = 0;
+      // One batch through first, so that the warm-up starts with the stream live.
+      publisher.publish(messages.get(0));
+      long published = 1;
+      int next = 1;
+      long live = System.nanoTime() + 30_000_000_000L;
+      while (subscriber.stats(engine).orElseThrow().batches() < 1) {
+        if (System.nanoTime() > live) {
+          throw new IllegalStateException("the subscriber applied no batch within 30 s");
+        }
+        Thread.sleep(1);
+      }
       long warmupEnd = System.nanoTime() + (long) (warmup * 1e9);
       long from = 0;
       long end = Long.MAX_VALUE;

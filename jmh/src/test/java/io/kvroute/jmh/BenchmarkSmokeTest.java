@@ -144,7 +144,7 @@ class BenchmarkSmokeTest {
     SocketIngestion.Result result = SocketIngestion.run(BLOCKS, 8, batch, 0.2, 0.3, 4096);
     assertEquals(0, result.stats().gaps() + result.stats().decodeErrors() + result.stats().droppedEvents());
     assertEquals(result.published(), result.stats().batches(), "every published batch is applied");
-    assertTrue(result.blocksPerSecond() > 0);
+    assertTrue(result.published() > 1, "batches were published after the first");
     // The stream stores every prompt then evicts every prompt; the index is back at its size after each cycle.
     int cycle = 2 * SocketIngestion.PROMPTS * IngestionBenchmark.PROMPT_BLOCKS / batch;
     long inCycle = result.published() % cycle;
