@@ -193,18 +193,19 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     Objects.requireNonNull(worker, "worker");
     Objects.requireNonNull(events, "events");
     int n = events.size();
-    synchronized (applying) {
-      for (int from = 0; from < n; ) {
-        int blocks = blocksOf(events.get(from));
-        int to = from + 1;
-        while (to < n) {
-          int more = blocksOf(events.get(to));
-          if (blocks + more > CHUNK_BLOCKS) {
-            break;
-          }
-          blocks += more;
-          to++;
+    for (int from = 0; from < n; ) {
+      int blocks = blocksOf(events.get(from));
+      int to = from + 1;
+      while (to < n) {
+        int more = blocksOf(events.get(to));
+        if (blocks + more > CHUNK_BLOCKS) {
+          break;
         }
+        blocks += more;
+        to++;
+      }
+      int evicted;
+      synchronized (applying) { // concurrent batches take turns per chunk
         prepare(worker, events, from, to);
         long stamp = lock.writeLock();
         int evictedBefore = (int) evictedEntries;
@@ -215,12 +216,12 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         } finally {
           lock.unlockWrite(stamp);
         }
-        int evicted = (int) evictedEntries - evictedBefore;
-        if (evicted > 0) {
-          listener.onIndexEviction(evicted);
-        }
-        from = to;
+        evicted = (int) evictedEntries - evictedBefore;
       }
+      if (evicted > 0) {
+        listener.onIndexEviction(evicted);
+      }
+      from = to;
     }
   }
 
