@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.RandomAccess;
 import java.util.concurrent.locks.StampedLock;
 import org.jspecify.annotations.Nullable;
 
@@ -192,6 +193,9 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   public void applyAll(WorkerId worker, List<? extends KvEvent> events) {
     Objects.requireNonNull(worker, "worker");
     Objects.requireNonNull(events, "events");
+    if (!(events instanceof RandomAccess)) {
+      events = new ArrayList<>(events); // chunks index into the batch
+    }
     int n = events.size();
     for (int from = 0; from < n; ) {
       int blocks = blocksOf(events.get(from));
