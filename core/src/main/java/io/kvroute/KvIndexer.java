@@ -80,6 +80,9 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   // independent cache misses (about 3 per block) are about what one core keeps in flight. Larger events are
   // applied whole, so that readers always see an event entirely or not at all.
   private static final int CHUNK_BLOCKS = 32;
+  // How long a writer or a selecting reader spins for the lock before it queues (parks): about the cost of a park
+  // and unpark on a loaded machine, and longer than a chunk's hold.
+  private static final long SPIN_NANOS = 20_000;
 
   private final int blockSize;
   private final BlockHasher hasher;
@@ -166,7 +169,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   public void apply(WorkerId worker, KvEvent event) {
     Objects.requireNonNull(worker, "worker");
     Objects.requireNonNull(event, "event");
-    long stamp = lock.writeLock();
+    long stamp = writeLockSpinning();
     int evictedBefore = (int) evictedEntries;
     try {
       applyLocked(worker, event, -1);
@@ -211,7 +214,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       int evicted;
       synchronized (applying) { // concurrent batches take turns per chunk
         prepare(worker, events, from, to);
-        long stamp = lock.writeLock();
+        long stamp = writeLockSpinning();
         int evictedBefore = (int) evictedEntries;
         try {
           for (int i = from; i < to; i++) {
@@ -227,6 +230,53 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       from = to;
     }
+  }
+
+  /**
+   * Takes the write lock, spinning up to {@value #SPIN_NANOS} ns before it queues. StampedLock lets readers take a
+   * free read lock even while a writer is queued, so a writer that parks behind a stream of selections wakes too
+   * late for the gap between two of them (about a microsecond of hashing) and can wait for many; a spinning
+   * writer takes the first gap.
+   */
+  private long writeLockSpinning() {
+    long stamp = lock.tryWriteLock();
+    if (stamp != 0) {
+      return stamp;
+    }
+    long deadline = System.nanoTime() + SPIN_NANOS;
+    do {
+      for (int i = 0; i < 16; i++) {
+        Thread.onSpinWait();
+        stamp = lock.tryWriteLock();
+        if (stamp != 0) {
+          return stamp;
+        }
+      }
+    } while (System.nanoTime() - deadline < 0);
+    return lock.writeLock();
+  }
+
+  /**
+   * Takes the read lock for a selection, spinning up to {@value #SPIN_NANOS} ns before it queues: a write holds the
+   * lock for at most a chunk ({@value #CHUNK_BLOCKS} blocks, a few microseconds) or one larger event, less than a
+   * park and unpark cost a reader on a busy machine.
+   */
+  private long readLockSpinning() {
+    long stamp = lock.tryReadLock();
+    if (stamp != 0) {
+      return stamp;
+    }
+    long deadline = System.nanoTime() + SPIN_NANOS;
+    do {
+      for (int i = 0; i < 16; i++) {
+        Thread.onSpinWait();
+        stamp = lock.tryReadLock();
+        if (stamp != 0) {
+          return stamp;
+        }
+      }
+    } while (System.nanoTime() - deadline < 0);
+    return lock.readLock();
   }
 
   /** The blocks an event changes, for chunking; a clear scans the whole table, so it fills a chunk alone. */
@@ -746,7 +796,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
 
   /** Runs {@link #match} under the read lock; for the router's hot path. */
   int matchLocked(long[] hashes, int count, MatchScratch scratch) {
-    long stamp = lock.readLock();
+    long stamp = readLockSpinning();
     try {
       return match(hashes, count, scratch);
     } finally {
