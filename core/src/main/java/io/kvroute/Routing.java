@@ -80,9 +80,14 @@ public final class Routing implements AutoCloseable {
     return gpuMatchedBlocks;
   }
 
-  /** Prompt tokens the chosen worker should find cached: matched blocks times the block size. */
+  /**
+   * Prompt tokens the chosen worker should find cached: matched blocks times the block size, but at most the full
+   * blocks before the prompt's last token. An engine must compute the last prompt token to sample the first output
+   * token, so vLLM looks up at most {@code (promptTokens - 1) / blockSize} blocks: a fully cached 368-token prompt
+   * (23 blocks of 16) reports 352 cached tokens, not 368.
+   */
   public int predictedCachedTokens() {
-    return matchedBlocks * blockSize;
+    return Math.min(matchedBlocks, (promptTokens - 1) / blockSize) * blockSize;
   }
 
   /** The prompt length in tokens. */
