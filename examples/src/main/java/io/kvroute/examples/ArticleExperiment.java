@@ -85,6 +85,11 @@ public final class ArticleExperiment {
       return;
     }
     long start = System.nanoTime();
+    if (options.suite) {
+      runSuite(options, System.out, System.err);
+      System.out.printf(Locale.ROOT, "%nDone in %.1f s.%n", (System.nanoTime() - start) / 1e9);
+      return;
+    }
     if (options.trace != null) {
       try {
         runTrace(options, System.out, System.err);
@@ -154,6 +159,50 @@ public final class ArticleExperiment {
       out.printf(Locale.ROOT, "%-14s| %7.1f%% | %7.3f | %9.3f | %8.0f / %8.0f | %7.2f%n", policy,
           100 * r.requestHitRate(), r.cachedTokenRatio(), r.predictedCachedTokenRatio(), r.ttftMillis(0.5),
           r.ttftMillis(0.99), r.throughputPerSecond());
+    }
+  }
+
+  /** The trace the suite replays when {@code --trace} is not given, relative to the working directory. */
+  static final Path DEFAULT_SUITE_TRACE = Path.of("..", "shared", "traces", "mooncake_synthetic_trace.jsonl");
+
+  /** The policies the suite compares. */
+  static final List<String> SUITE_POLICIES = List.of("roundRobin", "kvAware", "cacheAffinity");
+
+  /** Runs the scenario suite ({@code --suite}) and prints its Markdown table and the candidate's misses. */
+  static void runSuite(Options options, PrintStream out, PrintStream progress) {
+    MooncakeTrace trace = null;
+    Path tracePath = options.trace != null ? options.trace : DEFAULT_SUITE_TRACE;
+    if (java.nio.file.Files.isReadable(tracePath)) {
+      try {
+        trace = MooncakeTrace.load(tracePath, MooncakeTrace.DEFAULT_BLOCK_TOKENS, options.traceRequests);
+      } catch (IOException | IllegalArgumentException e) {
+        progress.println("warning: cannot read " + tracePath + " (" + e.getMessage() + "); traces left out");
+      }
+    } else {
+      progress.println("note: no trace at " + tracePath + " (give --trace FILE); traces left out");
+    }
+    List<Suite.Scenario> scenarios = options.reducedSuite ? Suite.reduced(trace) : Suite.full(trace);
+    Map<String, Supplier<RouterPolicy>> policies = new LinkedHashMap<>();
+    Map<String, Supplier<RouterPolicy>> all = options.factories();
+    List<String> names = options.policiesSet ? options.policies : SUITE_POLICIES;
+    for (String name : names) {
+      policies.put(name, all.get(name));
+    }
+    progress.printf(Locale.ROOT, "Suite: %d scenarios x %d policies, seed %d (virtual time: results do not depend on"
+        + " this machine's load)%n", scenarios.size(), policies.size(), options.seed);
+    List<Suite.Row> rows = Suite.run(scenarios, policies, options.seed, progress);
+    String candidate = names.get(names.size() - 1);
+    out.println();
+    Suite.printMarkdown(rows, candidate, out);
+    out.println();
+    List<String> misses = new ArrayList<>();
+    for (Suite.Row row : rows) {
+      misses.addAll(Suite.misses(row, candidate, 1.1));
+    }
+    out.printf(Locale.ROOT, "%s against the targets (hit >= kvAware, p50 <= kvAware, p99 <= 1.1x kvAware, max/mean"
+        + " load <= 1.3, traces >= 90%% of the way to the pooled bound): %d misses%n", candidate, misses.size());
+    for (String m : misses) {
+      out.println("  - " + m);
     }
   }
 
@@ -314,7 +363,11 @@ public final class ArticleExperiment {
         "  --trace FILE             replay a Mooncake JSONL trace instead (open loop; --blocks defaults to 65536:",
         "                           1M tokens per worker, like Dynamo's mocker's 16384 blocks x 64)",
         "  --trace-requests N       replay only the first N requests of the trace",
-        "  --time-scale 1.0         multiply the trace's arrival times (below 1 = more load)");
+        "  --time-scale 1.0         multiply the trace's arrival times (below 1 = more load)",
+        "  --suite                  run the scenario suite (grid, skew, bursts, small/slow worker, churn, traces,",
+        "                           overload) for " + String.join(",", SUITE_POLICIES) + " (or --policies; the last",
+        "                           is checked against kvAware); the trace is --trace or " + DEFAULT_SUITE_TRACE,
+        "  --suite-reduced          the reduced suite CI runs");
 
     int[] kinds = {2, 7, 12, 24};
     List<String> policies = new ArrayList<>(POLICIES.keySet());
@@ -333,6 +386,9 @@ public final class ArticleExperiment {
     int traceRequests = Integer.MAX_VALUE;
     double timeScale = 1.0;
     boolean help;
+    boolean suite;
+    boolean reducedSuite;
+    boolean policiesSet;
 
     /** The policies, with {@code --overlap-weight} applied to the KV-aware ones. */
     Map<String, Supplier<RouterPolicy>> factories() {
@@ -345,6 +401,11 @@ public final class ArticleExperiment {
         String arg = args[i];
         if (arg.equals("-h") || arg.equals("--help")) {
           o.help = true;
+          continue;
+        }
+        if (arg.equals("--suite") || arg.equals("--suite-reduced")) {
+          o.suite = true;
+          o.reducedSuite = arg.equals("--suite-reduced");
           continue;
         }
         if (i + 1 >= args.length) {
@@ -362,6 +423,7 @@ public final class ArticleExperiment {
               chosen.add(name.trim());
             }
             o.policies = chosen;
+            o.policiesSet = true;
           }
           case "--workers" -> o.workers = positive(value, arg);
           case "--concurrency" -> o.concurrency = positive(value, arg);

@@ -34,6 +34,11 @@ import org.jspecify.annotations.Nullable;
 public final class Simulation {
   /** The default delay between an engine step's end and the router applying its KV events. */
   public static final Duration DEFAULT_EVENT_DELAY = Duration.ofMillis(2);
+  /**
+   * The default interval of engine load reports: one second, the default of {@code EngineMetricsScraper} in
+   * kvroute-transport-okhttp, so a simulation sees what a gateway running the scraper sees.
+   */
+  public static final Duration DEFAULT_LOAD_REPORT_INTERVAL = Duration.ofSeconds(1);
 
   private final SimEngineConfig engine;
   private final int workers;
@@ -44,6 +49,8 @@ public final class Simulation {
   private final long eventDelayNanos;
   private final @Nullable IntToLongFunction arrivals;
   private final long loadReportNanos;
+  private final Map<Integer, SimEngineConfig> workerEngines;
+  private final List<long[]> outages;
 
   private Simulation(Builder b) {
     this.engine = b.engine;
@@ -55,6 +62,8 @@ public final class Simulation {
     this.eventDelayNanos = b.eventDelay.toNanos();
     this.arrivals = b.arrivals;
     this.loadReportNanos = b.loadReportInterval.toNanos();
+    this.workerEngines = Map.copyOf(b.workerEngines);
+    this.outages = List.copyOf(b.outages);
   }
 
   /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
@@ -77,6 +86,8 @@ public final class Simulation {
   private static final int STEP_DONE = 1;
   private static final int DELIVER = 2;
   private static final int REPORT_LOAD = 3;
+  private static final int REMOVE = 4;
+  private static final int READD = 5;
 
   /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
   private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
@@ -96,6 +107,7 @@ public final class Simulation {
     private final SimEngine[] engines = new SimEngine[workers];
     private final WorkerId[] workerIds = new WorkerId[workers];
     private final boolean[] busy = new boolean[workers];
+    private final boolean[] removed = new boolean[workers];
     private final Map<WorkerId, Integer> indexOf = new HashMap<>();
     private final SimulationResult.Recorder recorder = new SimulationResult.Recorder(requests, workers);
     private long now;
@@ -115,8 +127,9 @@ public final class Simulation {
         int worker = w;
         workerIds[w] = WorkerId.of("sim-" + w);
         indexOf.put(workerIds[w], w);
-        SimEngineConfig config = engine.toBuilder()
-            .engineHashSeed(Mix.splitMix64(engine.engineHashSeed() + w))
+        SimEngineConfig base = workerEngines.getOrDefault(w, engine);
+        SimEngineConfig config = base.toBuilder()
+            .engineHashSeed(Mix.splitMix64(base.engineHashSeed() + w))
             .build();
         engines[w] = new SimEngine(config, events -> schedule(now + eventDelayNanos, DELIVER, worker,
             new EngineOrEvents(null, events)));
@@ -141,6 +154,10 @@ public final class Simulation {
       if (loadReportNanos > 0) {
         schedule(loadReportNanos, REPORT_LOAD, 0, null);
       }
+      for (long[] outage : outages) {
+        schedule(outage[1], REMOVE, (int) outage[0], null);
+        schedule(outage[2], READD, (int) outage[0], null);
+      }
       while (!queue.isEmpty()) {
         Occurrence o = queue.poll();
         now = o.time();
@@ -149,6 +166,16 @@ public final class Simulation {
           case STEP_DONE -> stepDone(o.target(), o.payload().step());
           case DELIVER -> router.eventSink().applyAll(workerIds[o.target()], o.payload().events());
           case REPORT_LOAD -> reportLoad();
+          case REMOVE -> {
+            removed[o.target()] = true;
+            router.removeWorker(workerIds[o.target()]);
+          }
+          case READD -> {
+            removed[o.target()] = false;
+            // Back with a cold cache, as a restarted pod (when idle; requests still draining keep their blocks).
+            engines[o.target()].resetPrefixCache();
+            router.addWorker(Worker.of(workerIds[o.target()]));
+          }
           default -> throw new AssertionError(o);
         }
       }
@@ -163,6 +190,9 @@ public final class Simulation {
     private void reportLoad() {
       for (int w = 0; w < workers; w++) {
         SimEngine e = engines[w];
+        if (removed[w]) {
+          continue;
+        }
         router.updateLoad(workerIds[w], new EngineLoad(e.numRunning(), e.numWaiting(), e.kvCacheUsage(), now));
       }
       if (recorder.count < requests) {
@@ -240,13 +270,47 @@ public final class Simulation {
     private Function<Ticker, Router> routerFactory;
     private Duration eventDelay = DEFAULT_EVENT_DELAY;
     private @Nullable IntToLongFunction arrivals;
-    private Duration loadReportInterval = Duration.ZERO;
+    private Duration loadReportInterval = DEFAULT_LOAD_REPORT_INTERVAL;
+    private final Map<Integer, SimEngineConfig> workerEngines = new HashMap<>();
+    private final List<long[]> outages = new java.util.ArrayList<>();
 
     private Builder() {}
 
     /**
+     * Gives worker {@code worker} its own engine configuration (a smaller cache, a slower GPU), for heterogeneous
+     * fleets; the others keep {@link #engine}.
+     *
+     * @throws IllegalArgumentException if {@code worker} is negative
+     */
+    public Builder workerEngine(int worker, SimEngineConfig config) {
+      if (worker < 0) {
+        throw new IllegalArgumentException("worker must not be negative but was " + worker);
+      }
+      workerEngines.put(worker, Objects.requireNonNull(config, "config"));
+      return this;
+    }
+
+    /**
+     * Removes worker {@code worker} from the router at virtual time {@code from} and adds it back, with its prefix
+     * cache reset (a restarted pod), at {@code until}; requests already on it finish there.
+     *
+     * @throws IllegalArgumentException if {@code worker} is negative or {@code until} is not after {@code from}
+     */
+    public Builder outage(int worker, Duration from, Duration until) {
+      if (worker < 0) {
+        throw new IllegalArgumentException("worker must not be negative but was " + worker);
+      }
+      if (from.isNegative() || until.compareTo(from) <= 0) {
+        throw new IllegalArgumentException("outage must satisfy 0 <= from < until but was " + from + ".." + until);
+      }
+      outages.add(new long[] {worker, from.toNanos(), until.toNanos()});
+      return this;
+    }
+
+    /**
      * Reports every engine's running and waiting requests and KV usage to {@code router.updateLoad} at this
-     * interval of virtual time, as a scraper of vLLM's {@code /metrics} would; zero (the default) reports nothing.
+     * interval of virtual time, as a scraper of vLLM's {@code /metrics} would (default
+     * {@link #DEFAULT_LOAD_REPORT_INTERVAL}); zero reports nothing.
      *
      * @throws IllegalArgumentException if negative
      */
@@ -329,6 +393,16 @@ public final class Simulation {
       }
       if (routerFactory == null) {
         throw new IllegalStateException("router is required");
+      }
+      for (int w : workerEngines.keySet()) {
+        if (w >= workers) {
+          throw new IllegalStateException("workerEngine " + w + " is not below workers " + workers);
+        }
+      }
+      for (long[] o : outages) {
+        if (o[0] >= workers) {
+          throw new IllegalStateException("outage of worker " + o[0] + " is not below workers " + workers);
+        }
       }
       return new Simulation(this);
     }
