@@ -72,7 +72,7 @@ public final class Router {
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
     this.ticker = b.ticker;
-    this.listener = b.listener;
+    this.listener = CompositeRouterListener.of(b.listeners);
     this.bookingTimeoutNanos = b.bookingTimeout.toNanos();
     this.random = new SplittableRandom(b.randomSeed);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
@@ -91,7 +91,7 @@ public final class Router {
     this.eventSink = new RegisteredWorkersSink();
   }
 
-  /** Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listener. */
+  /** Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listeners. */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -380,6 +380,20 @@ public final class Router {
     }
   }
 
+  /** Tells the listener of a handle's first token. */
+  void firstTokenArrived(Routing routing) {
+    if (listener != RouterListener.NONE) {
+      listener.onFirstToken(routing, ticker.read() - routing.bookedAtNanos);
+    }
+  }
+
+  /** Tells the listener of a handle's close. */
+  void closedHandle(Routing routing) {
+    if (listener != RouterListener.NONE) {
+      listener.onClosed(routing, ticker.read() - routing.bookedAtNanos);
+    }
+  }
+
   @Override
   public String toString() {
     return "Router{policy=" + policy.name() + ", blockSize=" + blockSize + ", workers=" + registry.size() + "}";
@@ -496,7 +510,7 @@ public final class Router {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
     private Ticker ticker = Ticker.systemTicker();
-    private RouterListener listener = RouterListener.NONE;
+    private final List<RouterListener> listeners = new ArrayList<>();
     private long randomSeed = System.nanoTime();
     private int maxIndexEntries = KvIndexer.DEFAULT_MAX_ENTRIES;
     private int maxWorkers = KvIndexer.DEFAULT_MAX_WORKERS;
@@ -514,6 +528,13 @@ public final class Router {
       return this;
     }
 
+    /**
+     * How a worker is chosen among the candidates. Default: {@link RouterPolicy#kvAware()}, Dynamo's KV-aware cost with
+     * {@link KvAwareConfig#DEFAULT} (overlap weight 1.0, temperature 0: the lowest cost wins).
+     *
+     * @param policy the policy
+     * @return this builder
+     */
     public Builder policy(RouterPolicy policy) {
       this.policy = Objects.requireNonNull(policy, "policy");
       return this;
@@ -525,8 +546,16 @@ public final class Router {
       return this;
     }
 
+    /**
+     * Adds a listener for routing decisions, first tokens, closes, workers and the index; call again to add more
+     * (each call adds, none replaces). Listeners are called in the order added; one that throws is logged and
+     * skipped, and neither the others nor the router's caller see the exception. Default: none.
+     *
+     * @param listener the listener to add
+     * @return this builder
+     */
     public Builder listener(RouterListener listener) {
-      this.listener = Objects.requireNonNull(listener, "listener");
+      this.listeners.add(Objects.requireNonNull(listener, "listener"));
       return this;
     }
 

@@ -118,6 +118,7 @@ public final class Routing implements AutoCloseable {
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
       router.released(this);
+      router.firstTokenArrived(this);
     }
   }
 
@@ -126,6 +127,7 @@ public final class Routing implements AutoCloseable {
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
       router.released(this);
+      router.closedHandle(this);
     }
   }
 
