@@ -72,7 +72,12 @@ public final class Router {
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
     this.ticker = b.ticker;
-    this.listener = CompositeRouterListener.of(b.listeners);
+    // A policy that learns from outcomes (first-token times, completions) hears them as the first listener.
+    List<RouterListener> listeners = new ArrayList<>(b.listeners);
+    if (policy instanceof RouterListener learning) {
+      listeners.add(0, learning);
+    }
+    this.listener = CompositeRouterListener.of(listeners);
     this.bookingTimeoutNanos = b.bookingTimeout.toNanos();
     this.random = new SplittableRandom(b.randomSeed);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
@@ -213,6 +218,7 @@ public final class Router {
         List<CandidateScore> explanation = request.explain() ? explain(candidates, n, choice) : List.of();
         Routing routing = new Routing(this, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
             tokens.length, uncached, now, booked, count, policy.name(), explanation);
+        routing.queuedPrefillTokens = candidates.prefillTokens(choice);
         bookings.addLast(routing);
         return routing;
       } finally {

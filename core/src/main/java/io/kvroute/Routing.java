@@ -25,6 +25,8 @@ public final class Routing implements AutoCloseable {
   private final int promptTokens;
   final long bookedPrefillTokens;
   final long bookedAtNanos;
+  /** Prompt tokens booked on the worker before this request, not yet prefilled; set once under the admission lock. */
+  long queuedPrefillTokens;
   final long[] hashes;
   final int hashCount;
   private final String policy;

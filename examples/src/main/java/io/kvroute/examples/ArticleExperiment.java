@@ -66,6 +66,7 @@ public final class ArticleExperiment {
     policies.put("kvAware", () -> RouterPolicy.kvAware(cost));
     policies.put("approximate", () -> RouterPolicy.approximate(cost, Duration.ofSeconds(120), 1 << 20));
     policies.put("cacheAffinity", RouterPolicy::cacheAffinity);
+    policies.put("predictedTtft", RouterPolicy::predictedTtft);
     return policies;
   }
 
@@ -166,7 +167,7 @@ public final class ArticleExperiment {
   static final Path DEFAULT_SUITE_TRACE = Path.of("..", "shared", "traces", "mooncake_synthetic_trace.jsonl");
 
   /** The policies the suite compares. */
-  static final List<String> SUITE_POLICIES = List.of("roundRobin", "kvAware", "cacheAffinity");
+  static final List<String> SUITE_POLICIES = List.of("roundRobin", "kvAware", "cacheAffinity", "predictedTtft");
 
   /** Runs the scenario suite ({@code --suite}) and prints its Markdown table and the candidate's misses. */
   static void runSuite(Options options, PrintStream out, PrintStream progress) {

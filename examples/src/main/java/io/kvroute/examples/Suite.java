@@ -92,7 +92,7 @@ public final class Suite {
   /** The full suite; {@code trace} may be null to leave the trace scenarios out. */
   public static List<Scenario> full(@Nullable MooncakeTrace trace) {
     List<Scenario> s = new ArrayList<>();
-    int requests = 480;
+    int requests = 1000;
     grid(s, 6, new int[] {4, 8, 16, 24, 32}, new int[] {2, 7, 12, 24}, requests);
     grid(s, 3, new int[] {8, 16, 24, 32}, new int[] {2, 7, 12, 24}, requests);
     s.add(new Scenario("3w c32 k4", "grid", seed -> articleBase(3, 32, 4, requests, seed), null, 0));
