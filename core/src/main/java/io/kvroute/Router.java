@@ -219,6 +219,7 @@ public final class Router {
         Routing routing = new Routing(this, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
             tokens.length, uncached, now, booked, count, policy.name(), explanation);
         routing.queuedPrefillTokens = candidates.prefillTokens(choice);
+        routing.activeAtAdmission = candidates.activeRequests(choice);
         bookings.addLast(routing);
         return routing;
       } finally {

@@ -27,6 +27,8 @@ public final class Routing implements AutoCloseable {
   final long bookedAtNanos;
   /** Prompt tokens booked on the worker before this request, not yet prefilled; set once under the admission lock. */
   long queuedPrefillTokens;
+  /** Requests active on the worker before this one; set once under the admission lock. */
+  int activeAtAdmission;
   final long[] hashes;
   final int hashCount;
   private final String policy;

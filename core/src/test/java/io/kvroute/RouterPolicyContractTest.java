@@ -26,6 +26,7 @@ class RouterPolicyContractTest {
           seed));
       cases.add(Arguments.of("approximate", RouterPolicy.approximate(), seed));
       cases.add(Arguments.of("cacheAffinity", RouterPolicy.cacheAffinity(), seed));
+      cases.add(Arguments.of("predictedTtft", RouterPolicy.predictedTtft(), seed));
     }
     return cases.stream();
   }

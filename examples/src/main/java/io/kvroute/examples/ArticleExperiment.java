@@ -182,7 +182,11 @@ public final class ArticleExperiment {
     } else {
       progress.println("note: no trace at " + tracePath + " (give --trace FILE); traces left out");
     }
-    List<Suite.Scenario> scenarios = options.reducedSuite ? Suite.reduced(trace) : Suite.full(trace);
+    List<Suite.Scenario> scenarios = new ArrayList<>(options.reducedSuite ? Suite.reduced(trace) : Suite.full(trace));
+    if (options.scenarioFilter != null) {
+      scenarios.removeIf(s -> java.util.Arrays.stream(options.scenarioFilter.split(","))
+          .noneMatch(f -> s.name().contains(f.trim())));
+    }
     Map<String, Supplier<RouterPolicy>> policies = new LinkedHashMap<>();
     Map<String, Supplier<RouterPolicy>> all = options.factories();
     List<String> names = options.policiesSet ? options.policies : SUITE_POLICIES;
@@ -368,7 +372,8 @@ public final class ArticleExperiment {
         "  --suite                  run the scenario suite (grid, skew, bursts, small/slow worker, churn, traces,",
         "                           overload) for " + String.join(",", SUITE_POLICIES) + " (or --policies; the last",
         "                           is checked against kvAware); the trace is --trace or " + DEFAULT_SUITE_TRACE,
-        "  --suite-reduced          the reduced suite CI runs");
+        "  --suite-reduced          the reduced suite CI runs",
+        "  --scenarios a,b          only the suite's scenarios whose names contain one of these");
 
     int[] kinds = {2, 7, 12, 24};
     List<String> policies = new ArrayList<>(POLICIES.keySet());
@@ -390,6 +395,7 @@ public final class ArticleExperiment {
     boolean suite;
     boolean reducedSuite;
     boolean policiesSet;
+    @Nullable String scenarioFilter;
 
     /** The policies, with {@code --overlap-weight} applied to the KV-aware ones. */
     Map<String, Supplier<RouterPolicy>> factories() {
@@ -435,6 +441,7 @@ public final class ArticleExperiment {
             o.blocksSet = true;
           }
           case "--trace" -> o.trace = Path.of(value);
+          case "--scenarios" -> o.scenarioFilter = value;
           case "--trace-requests" -> o.traceRequests = positive(value, arg);
           case "--time-scale" -> {
             double scale;
