@@ -182,7 +182,7 @@ public final class ArticleExperiment {
     } else {
       progress.println("note: no trace at " + tracePath + " (give --trace FILE); traces left out");
     }
-    List<Suite.Scenario> scenarios = new ArrayList<>(options.reducedSuite ? Suite.reduced(trace) : Suite.full(trace));
+    List<Suite.Scenario> scenarios = new ArrayList<>(options.reducedSuite ? Suite.reduced() : Suite.full(trace));
     if (options.scenarioFilter != null) {
       scenarios.removeIf(s -> java.util.Arrays.stream(options.scenarioFilter.split(","))
           .noneMatch(f -> s.name().contains(f.trim())));
