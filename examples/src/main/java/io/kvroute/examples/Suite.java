@@ -279,6 +279,103 @@ public final class Suite {
     }
   }
 
+  /**
+   * Writes the suite's charts into {@code dir}: hit rate and cached-token ratio across prefix kinds at the article's
+   * configuration (6 workers, concurrency 8) with the article's bars beside, TTFT distributions and per-worker load
+   * for a few scenarios.
+   *
+   * @return the files written
+   */
+  public static List<java.nio.file.Path> writeCharts(List<Row> rows, java.nio.file.Path dir)
+      throws java.io.IOException {
+    java.nio.file.Files.createDirectories(dir);
+    List<java.nio.file.Path> written = new ArrayList<>();
+    List<Row> article = new ArrayList<>();
+    for (int k : new int[] {2, 7, 12, 24}) {
+      for (Row r : rows) {
+        if (r.scenario().name().equals("6w c8 k" + k)) {
+          article.add(r);
+        }
+      }
+    }
+    if (!article.isEmpty()) {
+      List<String> policies = new ArrayList<>(article.get(0).outcomes().keySet());
+      List<String> groups = new ArrayList<>();
+      List<String> series = new ArrayList<>(List.of("article round-robin", "article Dynamo KV"));
+      series.addAll(policies);
+      double[][] hit = new double[series.size()][article.size()];
+      double[][] cached = new double[series.size()][article.size()];
+      for (int g = 0; g < article.size(); g++) {
+        int kinds = Integer.parseInt(article.get(g).scenario().name().substring("6w c8 k".length()));
+        groups.add(kinds + " kinds");
+        double[] ah = ArticleExperiment.ARTICLE_HIT_RATE.get(kinds);
+        double[] ac = ArticleExperiment.ARTICLE_CACHED_RATIO.get(kinds);
+        hit[0][g] = ah[1];
+        hit[1][g] = ah[2];
+        cached[0][g] = ac[0];
+        cached[1][g] = ac[1];
+        for (int p = 0; p < policies.size(); p++) {
+          Outcome o = article.get(g).outcomes().get(policies.get(p));
+          hit[2 + p][g] = o.hitRate();
+          cached[2 + p][g] = o.cachedRatio();
+        }
+      }
+      written.add(write(dir.resolve("hit-rate-6w-c8.svg"), SvgCharts.groupedBars(
+          "Request hit rate, 6 workers, concurrency 8", "requests with a cached block", groups, series, hit, 1,
+          true)));
+      written.add(write(dir.resolve("cached-ratio-6w-c8.svg"), SvgCharts.groupedBars(
+          "Cached-token ratio, 6 workers, concurrency 8 (max 0.857)", "cached prompt tokens / prompt tokens",
+          groups, series, cached, 1, false)));
+    }
+    for (Row r : rows) {
+      String name = r.scenario().name();
+      boolean ttft = CHART_TTFT.stream().anyMatch(name::startsWith);
+      boolean load = CHART_LOAD.stream().anyMatch(name::startsWith);
+      if (!ttft && !load) {
+        continue;
+      }
+      List<String> policies = new ArrayList<>(r.outcomes().keySet());
+      String file = name.replaceAll("[^A-Za-z0-9]+", "-").replaceAll("-+$", "");
+      if (ttft) {
+        double[][] q = new double[policies.size()][];
+        for (int p = 0; p < policies.size(); p++) {
+          q[p] = r.outcomes().get(policies.get(p)).ttftQuantiles();
+        }
+        written.add(write(dir.resolve("ttft-" + file + ".svg"), SvgCharts.cdf("TTFT distribution: " + name,
+            "time to first token, ms (log scale)", policies, q)));
+      }
+      if (load) {
+        int workers = r.outcomes().get(policies.get(0)).requestsPerWorker().length;
+        List<String> groups = new ArrayList<>();
+        for (int w = 0; w < workers; w++) {
+          groups.add("sim-" + w);
+        }
+        double[][] v = new double[policies.size()][workers];
+        double max = 0;
+        for (int p = 0; p < policies.size(); p++) {
+          int[] per = r.outcomes().get(policies.get(p)).requestsPerWorker();
+          for (int w = 0; w < workers; w++) {
+            v[p][w] = per[w];
+            max = Math.max(max, per[w]);
+          }
+        }
+        written.add(write(dir.resolve("load-" + file + ".svg"), SvgCharts.groupedBars("Requests per worker: " + name,
+            "requests served", groups, policies, v, Math.ceil(max / 50) * 50, false)));
+      }
+    }
+    return written;
+  }
+
+  private static final List<String> CHART_TTFT = List.of("6w c8 k24", "6w c32 k24", "zipf", "half-speed",
+      "bursts", "trace tight", "3w c24 k7");
+  private static final List<String> CHART_LOAD = List.of("6w c8 k7", "zipf", "half-speed", "half-cache",
+      "worker out");
+
+  private static java.nio.file.Path write(java.nio.file.Path file, String svg) throws java.io.IOException {
+    java.nio.file.Files.writeString(file, svg, java.nio.charset.StandardCharsets.UTF_8);
+    return file;
+  }
+
   private static double ratio(double a, double b) {
     return b == 0 ? (a == 0 ? 1 : Double.POSITIVE_INFINITY) : a / b;
   }
