@@ -218,12 +218,14 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
       Model m = models.get(c.worker(i).id());
       totalSpeed += 1 / m.blend(m.b, fleetSlope);
     }
-    boolean roomUnderBound = false;
+    double roomTtft = Double.POSITIVE_INFINITY; // the lowest TTFT among workers under the bound with room
     for (int i = 0; i < n; i++) {
       Model m = models.get(c.worker(i).id());
       double share = (1 / m.blend(m.b, fleetSlope)) / totalSpeed;
       overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive);
-      roomUnderBound |= !overs[i] && fulls[i] == 0;
+      if (!overs[i] && fulls[i] == 0) {
+        roomTtft = Math.min(roomTtft, ttfts[i]);
+      }
     }
     int best = -1;
     double bestCost = Double.POSITIVE_INFINITY;
@@ -235,7 +237,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
       // its learned speed) is passed over.
       boolean eligible = ttfts[i] <= minTtft + owns[i]
           && ttfts[i] - owns[i] <= (1 + config.loadSlack()) * meanWork + coldOwn
-          && !(overs[i] && roomUnderBound);
+          && !(overs[i] && roomTtft - ttfts[i] <= config.loadSlack() * serviceNanos(m));
       c.recordCost(i, eligible ? costs[i] : Double.POSITIVE_INFINITY);
       if (eligible && costs[i] < bestCost) {
         bestCost = costs[i];
@@ -349,6 +351,11 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     double observed = load.kvCacheUsage() * m.maxCached / booked;
     observed = Math.max(1, Math.min(4, observed));
     m.footprint += (observed - m.footprint) / config.learningWindow() * 8;
+  }
+
+  /** The worker's mean request duration, or 0 (no balancing moves) before one has completed. */
+  private static double serviceNanos(Model m) {
+    return Double.isNaN(m.serviceNanos) ? 0 : m.serviceNanos;
   }
 
   /** Blocks candidate {@code i} can serve from cache: held or being computed there, at most all but the last token. */

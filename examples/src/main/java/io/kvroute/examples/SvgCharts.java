@@ -8,8 +8,9 @@ import java.util.Locale;
  * cumulative-distribution lines; a stateless utility, thread-safe.
  */
 final class SvgCharts {
+  private static final String[] GREYS = {"#b0b0b0", "#707070", "#404040"};
   private static final String[] PALETTE = {
-      "#9e9e9e", "#616161", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"};
+      "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
   private static final int WIDTH = 760;
   private static final int HEIGHT = 360;
   private static final int LEFT = 60;
@@ -44,7 +45,8 @@ final class SvgCharts {
         double h = Math.max(0, Math.min(1, v / yMax)) * plotH;
         svg.append(String.format(Locale.ROOT,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s, %s: %s</title></rect>%n",
-            x0 + s * barW, TOP + plotH - h, barW * 0.92, h, color(s), escape(series.get(s)), escape(groups.get(g)),
+            x0 + s * barW, TOP + plotH - h, barW * 0.92, h, color(series, s), escape(series.get(s)),
+            escape(groups.get(g)),
             percent ? String.format(Locale.ROOT, "%.1f%%", 100 * v) : String.format(Locale.ROOT, "%.3f", v)));
       }
       svg.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
@@ -108,7 +110,7 @@ final class SvgCharts {
       }
       svg.append(String.format(Locale.ROOT,
           "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"><title>%s</title></path>%n", path,
-          color(s), escape(series.get(s))));
+          color(series, s), escape(series.get(s))));
     }
     legend(svg, series, true);
     return svg.append("</svg>\n").toString();
@@ -147,18 +149,28 @@ final class SvgCharts {
       if (lines) {
         svg.append(String.format(Locale.ROOT,
             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>%n", x, y, x + 16, y,
-            color(s)));
+            color(series, s)));
       } else {
         svg.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"12\" fill=\"%s\"/>%n",
-            x, y - 8, color(s)));
+            x, y - 8, color(series, s)));
       }
       svg.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\">%s</text>%n", x + 22, y + 4,
           escape(series.get(s))));
     }
   }
 
-  private static String color(int s) {
-    return PALETTE[s % PALETTE.length];
+  /** Measured reference series (named "article ...") in greys, the others in colours, in order. */
+  private static String color(List<String> series, int s) {
+    int greys = 0;
+    int colours = 0;
+    for (int i = 0; i < s; i++) {
+      if (series.get(i).startsWith("article")) {
+        greys++;
+      } else {
+        colours++;
+      }
+    }
+    return series.get(s).startsWith("article") ? GREYS[greys % GREYS.length] : PALETTE[colours % PALETTE.length];
   }
 
   private static String number(double v) {
