@@ -253,8 +253,8 @@ public final class Suite {
   /** Prints the table as Markdown: one row per scenario and policy, and the candidate's ratios to the baseline. */
   public static void printMarkdown(List<Row> rows, String candidate, PrintStream out) {
     out.println("| scenario | policy | hit rate | cached ratio | TTFT p50 / p99 ms | max/mean load | preempt |"
-        + " vs kvAware: hit, p50, p99 |");
-    out.println("|---|---|---:|---:|---:|---:|---:|---|");
+        + " pred. error | vs kvAware: hit, p50, p99 |");
+    out.println("|---|---|---:|---:|---:|---:|---:|---:|---|");
     for (Row row : rows) {
       Outcome base = row.outcomes().get(BASELINE);
       boolean first = true;
@@ -271,9 +271,9 @@ public final class Suite {
         String name = first ? row.scenario().name() + (Double.isNaN(row.pooledBound()) ? ""
             : String.format(Locale.ROOT, " (pooled LRU %.3f)", row.pooledBound())) : "";
         String policy = e.getKey().equals(candidate) ? "**" + e.getKey() + "**" : e.getKey();
-        out.printf(Locale.ROOT, "| %s | %s | %s | %.3f | %.0f / %.0f | %.2f | %d | %s |%n", name, policy,
+        out.printf(Locale.ROOT, "| %s | %s | %s | %.3f | %.0f / %.0f | %.2f | %d | %.3f | %s |%n", name, policy,
             row.showsHitRate() ? String.format(Locale.ROOT, "%.1f%%", 100 * o.hitRate()) : "-", o.cachedRatio(),
-            o.ttftP50(), o.ttftP99(), o.maxMeanLoad(), o.preemptions(), vs);
+            o.ttftP50(), o.ttftP99(), o.maxMeanLoad(), o.preemptions(), o.predictionError(), vs);
         first = false;
       }
     }
