@@ -17,7 +17,8 @@ import org.jspecify.annotations.Nullable;
  *   <li>A block's <em>local</em> hash is XXH3-64 with seed {@value #SEED} over its tokens as little-endian u32. Only
  *       full blocks are hashed; a partial last block is ignored.
  *   <li>A LoRA adapter name is folded into the seed: {@code seed = 1337 + xxh3_64(utf8(name))} (wrapping).
- *   <li>Extra keys (multimodal content hashes) of a block are sorted and appended to its token bytes as LE u64.
+ *   <li>Extra keys (multimodal content hashes) of a block are sorted and appended to its token bytes as LE u64. A
+ *       cache salt is one more extra key of block 0 ({@link #cacheSaltKey}).
  *   <li>The <em>sequence</em> hash identifies a whole prefix: {@code seq[0] = local[0]},
  *       {@code seq[i] = xxh3_64_1337(seq[i-1] LE || local[i] LE)}. The index matches requests by sequence hash.
  * </ul>
@@ -90,6 +91,52 @@ public final class BlockHasher {
       bytes.putLong(key);
     }
     return function.hashBytes(bytes.array());
+  }
+
+  /**
+   * The extra key a request's cache salt adds to its first block: XXH3-64 (seed 0) of the salt's UTF-8 bytes.
+   *
+   * <p>vLLM folds {@code cache_salt} into the extra keys of the block that starts at token 0 only
+   * ({@code generate_block_hash_extra_keys} in {@code vllm/v1/core/kv_cache_utils.py}: {@code cache_salt_keys =
+   * [request.cache_salt] if (start_token_idx == 0 and request.cache_salt) else []}); every later block differs
+   * through the chained parent hash. This router does the same with its own hashes: the salt's key joins block 0's
+   * extra keys (see {@link #withCacheSalt}), so a salted and an unsalted prompt share no block.
+   *
+   * @param salt the cache salt, not empty
+   * @return its 64-bit key
+   * @throws IllegalArgumentException if {@code salt} is empty
+   */
+  public static long cacheSaltKey(String salt) {
+    Objects.requireNonNull(salt, "salt");
+    if (salt.isEmpty()) {
+      throw new IllegalArgumentException("salt must not be empty");
+    }
+    return UNSEEDED.hashBytes(salt.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /**
+   * Per-block extra keys with a cache salt folded into block 0, as the engines do (see {@link #cacheSaltKey}).
+   *
+   * @param blockExtraKeys per-block extra keys (index = block number), or null; not modified
+   * @param salt the cache salt, or null or empty for none
+   * @return {@code blockExtraKeys} itself when there is no salt, else a copy whose block 0 also holds the salt's key
+   */
+  public static long @Nullable [][] withCacheSalt(long @Nullable [][] blockExtraKeys, @Nullable String salt) {
+    if (salt == null || salt.isEmpty()) {
+      return blockExtraKeys;
+    }
+    long key = cacheSaltKey(salt);
+    long[][] out = blockExtraKeys == null || blockExtraKeys.length == 0 ? new long[1][]
+        : blockExtraKeys.clone();
+    long[] first = out[0];
+    if (first == null || first.length == 0) {
+      out[0] = new long[] {key};
+    } else {
+      long[] keys = Arrays.copyOf(first, first.length + 1);
+      keys[first.length] = key;
+      out[0] = keys;
+    }
+    return out;
   }
 
   /** Chains a block's local hash onto its parent's sequence hash. */

@@ -11,6 +11,9 @@ package io.kvroute;
  * @param activeRequests requests booked on it before this request
  * @param cost the policy's score (NaN if the policy gives none); for cost-based policies lower is better
  * @param chosen whether it was chosen
+ * @param health its health; workers that were not candidates because of it are listed last, with NaN cost
+ * @param approximate whether its overlap came from the router's own predictions rather than KV events (the
+ *     approximate policy, or a worker whose event stream is silent, broken or has delivered nothing yet)
  */
 public record CandidateScore(
     WorkerId worker,
@@ -20,4 +23,6 @@ public record CandidateScore(
     long decodeBlocks,
     int activeRequests,
     double cost,
-    boolean chosen) {}
+    boolean chosen,
+    HealthState health,
+    boolean approximate) {}

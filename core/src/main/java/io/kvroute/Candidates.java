@@ -24,6 +24,8 @@ public final class Candidates {
   private long[] cached = new long[8];
   private @Nullable EngineLoad[] engineLoads = new EngineLoad[8];
   private double[] costs = new double[8];
+  private HealthState[] health = new HealthState[8];
+  private boolean[] approximate = new boolean[8];
   private int requestTokens;
   private int blockSize;
   private int requestBlocks;
@@ -49,8 +51,14 @@ public final class Candidates {
     this.nowNanos = nowNanos;
   }
 
-  /** Adds a candidate with what the index knows; its loads are filled in under the admission lock. */
+  /** Adds an event-mode candidate; see the six-argument form. */
   void add(Worker worker, int overlapBlocks, int gpuOverlapBlocks, long cachedBlocks, @Nullable EngineLoad load) {
+    add(worker, overlapBlocks, gpuOverlapBlocks, cachedBlocks, load, false);
+  }
+
+  /** Adds a candidate with what the index knows; its loads are filled in under the admission lock. */
+  void add(Worker worker, int overlapBlocks, int gpuOverlapBlocks, long cachedBlocks, @Nullable EngineLoad load,
+      boolean approximateMode) {
     if (size == workers.length) {
       int n = size * 2;
       workers = Arrays.copyOf(workers, n);
@@ -63,6 +71,8 @@ public final class Candidates {
       cached = Arrays.copyOf(cached, n);
       engineLoads = Arrays.copyOf(engineLoads, n);
       costs = Arrays.copyOf(costs, n);
+      health = Arrays.copyOf(health, n);
+      approximate = Arrays.copyOf(approximate, n);
     }
     int i = size++;
     workers[i] = worker;
@@ -71,6 +81,33 @@ public final class Candidates {
     cached[i] = cachedBlocks;
     engineLoads[i] = load;
     costs[i] = Double.NaN;
+    health[i] = HealthState.HEALTHY;
+    approximate[i] = approximateMode;
+  }
+
+  /** Sets candidate {@code i}'s health, read under the admission lock. */
+  void setHealth(int i, HealthState state) {
+    health[i] = state;
+  }
+
+  /** Removes candidate {@code i}, keeping the others' order; a rare path (a worker left or became unhealthy). */
+  void remove(int i) {
+    int tail = size - i - 1;
+    System.arraycopy(workers, i + 1, workers, i, tail);
+    System.arraycopy(overlap, i + 1, overlap, i, tail);
+    System.arraycopy(gpuOverlap, i + 1, gpuOverlap, i, tail);
+    System.arraycopy(activeOverlap, i + 1, activeOverlap, i, tail);
+    System.arraycopy(prefill, i + 1, prefill, i, tail);
+    System.arraycopy(decode, i + 1, decode, i, tail);
+    System.arraycopy(active, i + 1, active, i, tail);
+    System.arraycopy(cached, i + 1, cached, i, tail);
+    System.arraycopy(engineLoads, i + 1, engineLoads, i, tail);
+    System.arraycopy(costs, i + 1, costs, i, tail);
+    System.arraycopy(health, i + 1, health, i, tail);
+    System.arraycopy(approximate, i + 1, approximate, i, tail);
+    size--;
+    workers[size] = null;
+    engineLoads[size] = null;
   }
 
   /** Sets candidate {@code i}'s booked loads; under the admission lock. */
@@ -139,6 +176,20 @@ public final class Candidates {
   /** The load candidate {@code i}'s engine last reported, or null. */
   public @Nullable EngineLoad engineLoad(int i) {
     return engineLoads[check(i)];
+  }
+
+  /**
+   * Candidate {@code i}'s health: {@link HealthState#HEALTHY} or {@link HealthState#SUSPECT}, or
+   * {@link HealthState#EJECTED} when it is an ejected worker whose backoff has passed (choosing it sends the one
+   * probe request).
+   */
+  public HealthState health(int i) {
+    return health[check(i)];
+  }
+
+  /** Whether candidate {@code i}'s overlap comes from the router's predictions rather than KV events. */
+  boolean approximate(int i) {
+    return approximate[i];
   }
 
   /** Records the score a policy gave candidate {@code i}, shown when the request asked for an explanation. */

@@ -115,6 +115,11 @@ final class CompositeRouterListener implements RouterListener {
   }
 
   @Override
+  public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
+    each("onHealthChanged", l -> l.onHealthChanged(worker, from, to, reason));
+  }
+
+  @Override
   public String toString() {
     return "CompositeRouterListener" + List.of(listeners);
   }

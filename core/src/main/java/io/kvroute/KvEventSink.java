@@ -21,6 +21,18 @@ public interface KvEventSink {
   }
 
   /**
+   * Whether events of {@code worker} would be applied now; sources hold (or report and drop) events of workers the
+   * sink does not accept instead of sending them to be discarded. The default accepts every worker; a router's
+   * {@link Router#eventSink()} accepts only registered workers. Must be cheap and thread-safe.
+   *
+   * @param worker the worker (name and data-parallel rank)
+   * @return whether {@link #apply} would apply its events
+   */
+  default boolean accepts(WorkerId worker) {
+    return true;
+  }
+
+  /**
    * Forgets everything known about {@code worker}'s cache, as when its engine restarted or its event stream lost
    * events that cannot be replayed. The worker stays known and rebuilds from new events.
    */

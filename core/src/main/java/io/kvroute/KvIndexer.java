@@ -1,5 +1,7 @@
 package io.kvroute;
 
+import it.unimi.dsi.fastutil.ints.IntArrayList;
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.objects.Object2IntOpenHashMap;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -25,6 +27,12 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  * Duplicate stores of the same engine block are reference-counted; a removal decrements and the entry goes at zero.
  *
+ * <p>The same content held by one worker in one tier under several engine hashes (an engine salting its hashes per
+ * request, or a misbehaving one) is one matchable entry: the others are <em>shadows</em>, found by their engine
+ * hashes but kept out of the sequence chain that every request walks, and one of them takes the first one's place
+ * when it goes. So a sequence chain holds at most one entry per worker and tier, whatever a worker sends, and one
+ * worker's events cannot slow the matching of everyone's requests.
+ *
  * <h2>Events that cannot be applied as given</h2>
  * Never silently lost, always counted in {@link #stats()} and reported to the {@link RouterListener}:
  * <ul>
@@ -45,7 +53,7 @@ import org.jspecify.annotations.Nullable;
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
  * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once.
  */
-public final class KvIndexer implements KvEventSink {
+public final class KvIndexer implements KvEventSink, KvIndex {
   /** The default entry budget: 4 Mi entries, about 200 MB at full use. */
   public static final int DEFAULT_MAX_ENTRIES = 4 * 1024 * 1024;
   /** The default bound on distinct workers (worker name and rank pairs). */
@@ -55,11 +63,12 @@ public final class KvIndexer implements KvEventSink {
   private static final int STRIDE = 5;
   private static final int SEQ = 0; // router sequence hash
   private static final int ENG = 1; // engine hash
-  private static final int META = 2; // slotTier (hi 32) | orphan bit 31 | refcount (low 31)
+  private static final int META = 2; // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | refcount (low 30)
   private static final int LINK = 3; // next in sequence chain (hi 32) | next in engine chain / free list (lo 32)
   private static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
   private static final long ORPHAN = 1L << 31;
-  private static final long REFCOUNT_MASK = ORPHAN - 1;
+  private static final long SHADOW = 1L << 30;
+  private static final long REFCOUNT_MASK = SHADOW - 1;
   private static final int NIL = -1;
   private static final int INITIAL_CAPACITY = 1024;
   private static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
@@ -83,6 +92,9 @@ public final class KvIndexer implements KvEventSink {
   private int lruHead = NIL;
   private int lruTail = NIL;
   private final Object2IntOpenHashMap<WorkerId> slots = new Object2IntOpenHashMap<>();
+  // Shadow entries by (worker-tier, content): rare, so a map of small lists is cheap.
+  private final Long2ObjectOpenHashMap<IntArrayList> shadows = new Long2ObjectOpenHashMap<>();
+  private int shadowEntries;
   private WorkerId[] slotWorkers = new WorkerId[16];
   private int[] slotEntries = new int[16];
   private int[] freeSlots = new int[16];
@@ -90,6 +102,7 @@ public final class KvIndexer implements KvEventSink {
   private int slotHighWater;
 
   private long[] sortScratch = new long[64];
+  private long[] seqScratch = new long[64];
   private long prefetchSink; // keeps prefetching loads from being optimised away
   private long storedBlocks;
   private long removedBlocks;
@@ -116,11 +129,13 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** The block size, in tokens, that this index hashes with. */
+  @Override
   public int blockSize() {
     return blockSize;
   }
 
   /** The hasher requests must use to query this index. */
+  @Override
   public BlockHasher hasher() {
     return hasher;
   }
@@ -220,8 +235,20 @@ public final class KvIndexer implements KvEventSink {
       }
     }
     prefetchEngineChains(slotTier, hashes);
-    int orphans = 0;
     int[] tokens = event.tokenIds();
+    long[] seqs = null;
+    if (!tokenless && !orphan) {
+      // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
+      // can be fetched together, their cache misses overlapping instead of one per stored block.
+      seqs = seqScratch(blocks);
+      for (int i = 0; i < blocks; i++) {
+        long local = hasher.localHash(tokens, i * blockSize, event.loraName(), event.extraKeysOf(i));
+        seqs[i] = atRoot && i == 0 ? local : BlockHasher.sequenceHash(previous, local);
+        previous = seqs[i];
+      }
+      prefetchSeqChains(seqs, blocks);
+    }
+    int orphans = 0;
     for (int i = 0; i < blocks; i++) {
       long seq = 0;
       boolean blockOrphan = orphan;
@@ -233,9 +260,7 @@ public final class KvIndexer implements KvEventSink {
           seq = table[twin * STRIDE + SEQ];
         }
       } else if (!orphan) {
-        long local = hasher.localHash(tokens, i * blockSize, event.loraName(), event.extraKeysOf(i));
-        seq = atRoot && i == 0 ? local : BlockHasher.sequenceHash(previous, local);
-        previous = seq;
+        seq = seqs[i];
       }
       if (blockOrphan) {
         orphans++;
@@ -261,6 +286,26 @@ public final class KvIndexer implements KvEventSink {
       }
     }
     prefetchSink = sink;
+  }
+
+  /** Touches the sequence-hash buckets of an event's blocks and their first entries; see prefetchEngineChains. */
+  private void prefetchSeqChains(long[] seqs, int count) {
+    long sink = 0;
+    int mask = seqHeads.length - 1;
+    for (int i = 0; i < count; i++) {
+      int e = seqHeads[mix(seqs[i]) & mask];
+      if (e != NIL) {
+        sink += table[e * STRIDE + SEQ];
+      }
+    }
+    prefetchSink += sink;
+  }
+
+  private long[] seqScratch(int count) {
+    if (seqScratch.length < count) {
+      seqScratch = new long[Math.max(count, seqScratch.length * 2)];
+    }
+    return seqScratch;
   }
 
   private @Nullable String validate(KvEvent.BlockStored event, boolean tokenless) {
@@ -350,6 +395,7 @@ public final class KvIndexer implements KvEventSink {
    *
    * @param sequenceHashes the request's block sequence hashes, from {@link #hasher()}
    */
+  @Override
   public Map<WorkerId, PrefixMatch> findMatches(long[] sequenceHashes) {
     Objects.requireNonNull(sequenceHashes, "sequenceHashes");
     MatchScratch scratch = new MatchScratch();
@@ -508,6 +554,7 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** The number of entries {@code worker} holds. */
+  @Override
   public long entriesOf(WorkerId worker) {
     long stamp = lock.readLock();
     try {
@@ -519,6 +566,7 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** Returns a snapshot of sizes and counters. */
+  @Override
   public IndexStats stats() {
     long stamp = lock.readLock();
     try {
@@ -537,6 +585,7 @@ public final class KvIndexer implements KvEventSink {
   }
 
   /** Workers the index knows, in no particular order. */
+  @Override
   public List<WorkerId> workers() {
     long stamp = lock.readLock();
     try {
@@ -609,13 +658,15 @@ public final class KvIndexer implements KvEventSink {
       if (wasOrphan != orphan || (!orphan && table[base + SEQ] != seq)) {
         // The engine reused the hash for other content, or an orphan's prefix became known: re-key it.
         if (!wasOrphan) {
-          unlinkSeq(e);
+          unlinkContent(e);
         }
         table[base + SEQ] = seq;
+        meta = table[base + META];
+        table[base + META] = orphan ? meta | ORPHAN : meta & ~ORPHAN;
         if (!orphan) {
-          linkSeq(e, seq);
+          linkContent(e, slotTier, seq);
         }
-        meta = orphan ? meta | ORPHAN : meta & ~ORPHAN;
+        meta = table[base + META];
       }
       if ((meta & REFCOUNT_MASK) < REFCOUNT_MASK) {
         meta++;
@@ -639,7 +690,7 @@ public final class KvIndexer implements KvEventSink {
     setEngineNext(e, engHeads[bucket]);
     engHeads[bucket] = e;
     if (!orphan) {
-      linkSeq(e, seq);
+      linkContent(e, slotTier, seq);
     }
     lruAppend(e);
     slotEntries[slot]++;
@@ -651,7 +702,7 @@ public final class KvIndexer implements KvEventSink {
     long meta = table[base + META];
     int slotTier = (int) (meta >>> 32);
     if ((meta & ORPHAN) == 0) {
-      unlinkSeq(e);
+      unlinkContent(e);
     }
     unlinkEngine(e, slotTier, table[base + ENG]);
     lruUnlink(e);
@@ -717,11 +768,110 @@ public final class KvIndexer implements KvEventSink {
       int engBucket = engineBucket(slotTier, table[base + ENG]);
       setEngineNext(e, engHeads[engBucket]);
       engHeads[engBucket] = e;
-      if ((meta & ORPHAN) == 0) {
+      if ((meta & (ORPHAN | SHADOW)) == 0) { // a shadow keeps its place in its group's list
         int seqBucket = mix(table[base + SEQ]) & (seqHeads.length - 1);
         setSeqNext(e, seqHeads[seqBucket]);
         seqHeads[seqBucket] = e;
       }
+    }
+  }
+
+  /**
+   * Makes a non-orphan entry matchable: it joins the sequence chain, unless the chain already holds an entry of the
+   * same worker and tier for this content; then it becomes that entry's shadow.
+   */
+  private void linkContent(int e, int slotTier, long seq) {
+    if (findPrimary(slotTier, seq) == NIL) {
+      linkSeq(e, seq);
+      return;
+    }
+    long key = groupKey(slotTier, seq);
+    IntArrayList group = shadows.get(key);
+    if (group == null) {
+      group = new IntArrayList(2);
+      shadows.put(key, group);
+    }
+    setSeqNext(e, group.size()); // a shadow's sequence link is its position in its group
+    group.add(e);
+    table[e * STRIDE + META] |= SHADOW;
+    shadowEntries++;
+  }
+
+  /**
+   * Undoes {@link #linkContent}: a shadow leaves its group; a chained entry leaves the chain, and one of its shadows
+   * takes its place.
+   */
+  private void unlinkContent(int e) {
+    int base = e * STRIDE;
+    long meta = table[base + META];
+    int slotTier = (int) (meta >>> 32);
+    long seq = table[base + SEQ];
+    long key = groupKey(slotTier, seq);
+    if ((meta & SHADOW) != 0) {
+      removeShadow(key, e, (int) (table[base + LINK] >> 32));
+      table[base + META] = meta & ~SHADOW;
+      return;
+    }
+    unlinkSeq(e);
+    IntArrayList group = shadows.get(key);
+    if (group == null) {
+      return;
+    }
+    for (int i = group.size() - 1; i >= 0; i--) {
+      int candidate = group.getInt(i);
+      int cbase = candidate * STRIDE;
+      if (table[cbase + SEQ] == seq && (int) (table[cbase + META] >>> 32) == slotTier) {
+        removeShadow(key, candidate, i);
+        table[cbase + META] &= ~SHADOW;
+        linkSeq(candidate, seq);
+        return;
+      }
+    }
+  }
+
+  private void removeShadow(long key, int e, int position) {
+    IntArrayList group = shadows.get(key);
+    int last = group.removeInt(group.size() - 1);
+    if (last != e) {
+      group.set(position, last);
+      setSeqNext(last, position);
+    }
+    if (group.isEmpty()) {
+      shadows.remove(key);
+    }
+    shadowEntries--;
+  }
+
+  /** The chained entry of this worker-tier for this content, or NIL. */
+  private int findPrimary(int slotTier, long seq) {
+    int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
+    while (e != NIL) {
+      int base = e * STRIDE;
+      if (table[base + SEQ] == seq && (int) (table[base + META] >>> 32) == slotTier) {
+        return e;
+      }
+      e = (int) (table[base + LINK] >> 32);
+    }
+    return NIL;
+  }
+
+  private static long groupKey(int slotTier, long seq) {
+    return seq ^ ((slotTier + 1) * 0x9E3779B97F4A7C15L);
+  }
+
+  /** Entries in the sequence chain of {@code seq} (all workers and tiers); for tests. Takes the read lock. */
+  int sequenceChainLength(long seq) {
+    long stamp = lock.readLock();
+    try {
+      int n = 0;
+      int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
+      while (e != NIL) {
+        n += table[e * STRIDE + SEQ] == seq ? 1 : 0;
+        e = (int) (table[e * STRIDE + LINK] >> 32);
+      }
+      return n;
+    } finally {
+      lock.unlockRead(stamp);
     }
   }
 
@@ -824,6 +974,7 @@ public final class KvIndexer implements KvEventSink {
     long stamp = lock.readLock();
     try {
       int live = 0;
+      int shadowCount = 0;
       int[] perSlot = new int[slotEntries.length];
       for (int e = 0; e < highWater; e++) {
         long meta = table[e * STRIDE + META];
@@ -836,12 +987,30 @@ public final class KvIndexer implements KvEventSink {
         if (findEngine(slotTier, table[e * STRIDE + ENG]) != e) {
           throw new IllegalStateException("entry " + e + " not reachable by engine hash");
         }
-        if ((meta & ORPHAN) == 0 && !inSeqChain(e)) {
-          throw new IllegalStateException("entry " + e + " not reachable by sequence hash");
+        if ((meta & SHADOW) != 0) {
+          IntArrayList group = shadows.get(groupKey(slotTier, table[e * STRIDE + SEQ]));
+          int position = (int) (table[e * STRIDE + LINK] >> 32);
+          if (group == null || position >= group.size() || group.getInt(position) != e) {
+            throw new IllegalStateException("shadow entry " + e + " missing from its group");
+          }
+          if (findPrimary(slotTier, table[e * STRIDE + SEQ]) == NIL) {
+            throw new IllegalStateException("shadow entry " + e + " has no chained entry for its content");
+          }
+          shadowCount++;
+        } else if ((meta & ORPHAN) == 0) {
+          if (!inSeqChain(e)) {
+            throw new IllegalStateException("entry " + e + " not reachable by sequence hash");
+          }
+          if (findPrimary(slotTier, table[e * STRIDE + SEQ]) != e) {
+            throw new IllegalStateException("entry " + e + " duplicates chained content of its worker and tier");
+          }
         }
       }
       if (live != size) {
         throw new IllegalStateException("size " + size + " but " + live + " live entries");
+      }
+      if (shadowCount != shadowEntries) {
+        throw new IllegalStateException(shadowEntries + " shadows counted but " + shadowCount + " found");
       }
       for (int s = 0; s < slotHighWater; s++) {
         if (perSlot[s] != slotEntries[s]) {
@@ -875,6 +1044,54 @@ public final class KvIndexer implements KvEventSink {
       e = (int) (table[e * STRIDE + LINK] >> 32);
     }
     return false;
+  }
+
+  /** A view of this index without its mutators; thread-safe. */
+  KvIndex readOnlyView() {
+    return new ReadOnlyView(this);
+  }
+
+  private static final class ReadOnlyView implements KvIndex {
+    private final KvIndexer index;
+
+    ReadOnlyView(KvIndexer index) {
+      this.index = index;
+    }
+
+    @Override
+    public int blockSize() {
+      return index.blockSize();
+    }
+
+    @Override
+    public BlockHasher hasher() {
+      return index.hasher();
+    }
+
+    @Override
+    public Map<WorkerId, PrefixMatch> findMatches(long[] sequenceHashes) {
+      return index.findMatches(sequenceHashes);
+    }
+
+    @Override
+    public long entriesOf(WorkerId worker) {
+      return index.entriesOf(worker);
+    }
+
+    @Override
+    public IndexStats stats() {
+      return index.stats();
+    }
+
+    @Override
+    public List<WorkerId> workers() {
+      return index.workers();
+    }
+
+    @Override
+    public String toString() {
+      return index.toString();
+    }
   }
 
   @Override

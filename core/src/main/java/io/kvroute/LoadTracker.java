@@ -16,6 +16,12 @@ import java.util.Arrays;
  *
  * <p>Each worker's map is built for 1,024 keys: fastutil never shrinks a map below its initial size, so bookings
  * never rehash it (a default-sized map grew and shrank on every request).
+ *
+ * <p>Each slot carries the generation of the registration that owns it. Bookings and releases name the generation
+ * they were made for; those of an ended registration are ignored (a worker removed and re-added, or another worker
+ * on the reused slot, never inherits them), and a release that would take a count below zero is counted in
+ * {@link #overReleases()} instead of being silently clamped, so tests can assert that every booking was released
+ * exactly once.
  */
 final class LoadTracker {
   static final int SAMPLE = 8;
@@ -25,27 +31,53 @@ final class LoadTracker {
   private int[] activeRequests = new int[16];
   private long[] liveBlocks = new long[16];
   private Long2IntOpenHashMap[] activeBlocks = new Long2IntOpenHashMap[16];
+  private long[] generations = new long[16]; // 0: no registration owns the slot
+  private long overReleases;
+  private long staleReleases;
 
-  void ensureSlot(int slot) {
+  /** Gives the slot, empty, to the registration of generation {@code generation} (positive). */
+  void activate(int slot, long generation) {
     if (slot >= prefillTokens.length) {
       int n = Math.max(slot + 1, prefillTokens.length * 2);
       prefillTokens = Arrays.copyOf(prefillTokens, n);
       activeRequests = Arrays.copyOf(activeRequests, n);
       liveBlocks = Arrays.copyOf(liveBlocks, n);
       activeBlocks = Arrays.copyOf(activeBlocks, n);
+      generations = Arrays.copyOf(generations, n);
     }
-    if (activeBlocks[slot] == null) {
-      activeBlocks[slot] = new Long2IntOpenHashMap(EXPECTED_KEYS);
+    clear(slot);
+    activeBlocks[slot] = new Long2IntOpenHashMap(EXPECTED_KEYS);
+    generations[slot] = generation;
+  }
+
+  /** Ends the slot's registration: its load is dropped, and later releases of its bookings are ignored. */
+  void deactivate(int slot) {
+    if (slot < prefillTokens.length) {
+      clear(slot);
+      generations[slot] = 0;
     }
   }
 
-  void resetSlot(int slot) {
-    if (slot < prefillTokens.length) {
-      prefillTokens[slot] = 0;
-      activeRequests[slot] = 0;
-      liveBlocks[slot] = 0;
-      activeBlocks[slot] = null;
-    }
+  private void clear(int slot) {
+    prefillTokens[slot] = 0;
+    activeRequests[slot] = 0;
+    liveBlocks[slot] = 0;
+    activeBlocks[slot] = null;
+  }
+
+  /** Whether the slot belongs to the registration of this generation. */
+  boolean owns(int slot, long generation) {
+    return slot < generations.length && generations[slot] == generation;
+  }
+
+  /** Releases that would have taken a count below zero: a booking released twice. Zero unless there is a bug. */
+  long overReleases() {
+    return overReleases;
+  }
+
+  /** Releases ignored because the booking's registration ended (the worker was removed); expected, not a bug. */
+  long staleReleases() {
+    return staleReleases;
   }
 
   long prefillTokens(int slot) {
@@ -77,8 +109,15 @@ final class LoadTracker {
     return depth;
   }
 
-  void book(int slot, long prefill, long[] hashes, int count) {
-    ensureSlot(slot);
+  /**
+   * Books a request on the slot of the registration {@code generation}.
+   *
+   * @return false, booking nothing, if that registration no longer owns the slot
+   */
+  boolean book(int slot, long generation, long prefill, long[] hashes, int count) {
+    if (!owns(slot, generation)) {
+      return false;
+    }
     prefillTokens[slot] += prefill;
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
@@ -89,19 +128,32 @@ final class LoadTracker {
       }
     }
     liveBlocks[slot] = live;
+    return true;
   }
 
-  void releasePrefill(int slot, long prefill) {
-    if (slot < prefillTokens.length && activeBlocks[slot] != null) {
-      prefillTokens[slot] = Math.max(0, prefillTokens[slot] - prefill);
+  void releasePrefill(int slot, long generation, long prefill) {
+    if (!owns(slot, generation)) {
+      staleReleases++;
+      return;
     }
+    long left = prefillTokens[slot] - prefill;
+    if (left < 0) {
+      overReleases++;
+      left = 0;
+    }
+    prefillTokens[slot] = left;
   }
 
-  void releaseRequest(int slot, long[] hashes, int count) {
-    if (slot >= prefillTokens.length || activeBlocks[slot] == null) {
-      return; // the worker was removed meanwhile
+  void releaseRequest(int slot, long generation, long[] hashes, int count) {
+    if (!owns(slot, generation)) {
+      staleReleases++;
+      return; // the worker was removed meanwhile: its load went with it
     }
-    activeRequests[slot] = Math.max(0, activeRequests[slot] - 1);
+    if (activeRequests[slot] == 0) {
+      overReleases++;
+      return;
+    }
+    activeRequests[slot]--;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
@@ -112,6 +164,8 @@ final class LoadTracker {
       } else if (before == 1) {
         map.remove(h);
         live -= span(p);
+      } else {
+        overReleases++; // a block this request booked is not booked: released twice
       }
     }
     liveBlocks[slot] = live;

@@ -398,8 +398,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     if (m == null || elapsedNanos < 0) {
       return;
     }
-    double x = routing.queuedPrefillTokens + routing.bookedPrefillTokens;
-    double z = routing.activeAtAdmission;
+    double x = routing.queuedPrefillTokens() + routing.bookedPrefillTokens;
+    double z = routing.activeAtAdmission();
     m.observe(x, z, elapsedNanos, keep);
     fleet.observe(x, z, elapsedNanos, 1 - 1.0 / (config.learningWindow() * 8.0));
   }

@@ -13,6 +13,7 @@ public final class RouteRequest {
   private final @Nullable String model;
   private final @Nullable String loraName;
   private final long @Nullable [][] blockExtraKeys;
+  private final @Nullable String cacheSalt;
   private final @Nullable Set<WorkerId> allowedWorkers;
   private final double overlapWeight;
   private final double temperature;
@@ -22,7 +23,8 @@ public final class RouteRequest {
     this.tokens = b.tokens;
     this.model = b.model;
     this.loraName = b.loraName;
-    this.blockExtraKeys = b.blockExtraKeys;
+    this.cacheSalt = b.cacheSalt == null || b.cacheSalt.isEmpty() ? null : b.cacheSalt;
+    this.blockExtraKeys = BlockHasher.withCacheSalt(b.blockExtraKeys, cacheSalt);
     this.allowedWorkers = b.allowedWorkers == null ? null : Set.copyOf(b.allowedWorkers);
     this.overlapWeight = b.overlapWeight;
     this.temperature = b.temperature;
@@ -57,9 +59,23 @@ public final class RouteRequest {
     return loraName;
   }
 
-  /** Multimodal content hashes per block, or null. */
+  /**
+   * The extra keys each block is hashed with: the multimodal content hashes set on the builder, plus, in block 0,
+   * the {@linkplain #cacheSalt() cache salt}'s key ({@link BlockHasher#withCacheSalt}); null when there are none.
+   *
+   * @return per-block keys (index = block number), or null
+   */
   public long @Nullable [][] blockExtraKeys() {
     return blockExtraKeys;
+  }
+
+  /**
+   * The cache salt ({@code cache_salt} in vLLM and SGLang requests), or null for none.
+   *
+   * @return the salt
+   */
+  public @Nullable String cacheSalt() {
+    return cacheSalt;
   }
 
   /** The only workers this request may go to, or null for all. */
@@ -88,6 +104,7 @@ public final class RouteRequest {
     private @Nullable String model;
     private @Nullable String loraName;
     private long @Nullable [][] blockExtraKeys;
+    private @Nullable String cacheSalt;
     private @Nullable Set<WorkerId> allowedWorkers;
     private double overlapWeight = Double.NaN;
     private double temperature = Double.NaN;
@@ -124,6 +141,19 @@ public final class RouteRequest {
 
     public Builder blockExtraKeys(long @Nullable [][] blockExtraKeys) {
       this.blockExtraKeys = blockExtraKeys;
+      return this;
+    }
+
+    /**
+     * The request's cache salt, as sent to the engine ({@code cache_salt}); engines share cached blocks only between
+     * requests with the same salt, and the router's block hashes fold it into block 0 the same way (see {@link
+     * BlockHasher#cacheSaltKey}). Null or empty means none.
+     *
+     * @param cacheSalt the salt, or null
+     * @return this builder
+     */
+    public Builder cacheSalt(@Nullable String cacheSalt) {
+      this.cacheSalt = cacheSalt;
       return this;
     }
 

@@ -1,20 +1,19 @@
 package io.kvroute;
 
+import java.lang.System.Logger;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.SplittableRandom;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.locks.ReentrantLock;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Routes each request to the worker that can serve it best, by the KV cache it already holds and the load it
- * carries; thread-safe: any number of threads may call {@link #select} while event sources feed
- * {@link #eventSink()} and workers come and go.
+ * Routes each request to the worker that can serve it best, by the KV cache it already holds, the load it carries
+ * and its health; thread-safe: any number of threads may call {@link #select} while event sources feed
+ * {@link #eventSink()}, gateways report outcomes and workers come and go.
  *
  * <pre>{@code
  * Router router = Router.newBuilder().policy(RouterPolicy.kvAware()).build();
@@ -28,20 +27,37 @@ import org.jspecify.annotations.Nullable;
  * scores the candidates, picks one and books its load under a short admission lock, so that every selection sees
  * the bookings of the ones before it (as Dynamo serializes admission).
  *
+ * <h2>Health</h2>
+ * Gateways report outcomes with {@link #reportSuccess} and {@link #reportFailure}, event sources report their
+ * streams with {@link #reportEventStream}, operators {@link #drain} workers. Only {@link HealthState#HEALTHY} and
+ * {@link HealthState#SUSPECT} workers are candidates; {@link Builder#ejectAfterFailures} consecutive failures eject
+ * a worker, so its cached prefixes stop attracting requests, and after its backoff ({@link Builder#ejectionBackoff})
+ * one request is let through as a probe. A worker whose event stream is silent or broken, or that has delivered no
+ * event yet, is scored by the router's own predictions of what it routed there (as {@link RouterPolicy#approximate()}
+ * does for every worker), never as a worker with an empty cache.
+ *
  * <h2>Edge cases</h2>
  * <ul>
- *   <li>An empty prompt is rejected with {@link IllegalArgumentException}.
+ *   <li>An empty prompt, or one over {@link Builder#maxPromptTokens}, is rejected with
+ *       {@link InvalidRouteRequestException}.
  *   <li>A prompt shorter than one block has nothing to match: the policy still runs, with zero overlap everywhere,
  *       so the choice is by load alone.
- *   <li>No registered worker (or none the request allows) throws {@link NoWorkerAvailableException} at once; select
- *       never waits.
+ *   <li>No eligible worker throws {@link NoWorkerAvailableException} at once, with the reason (none registered, model,
+ *       adapter, allow-list, all draining, all unhealthy); select never waits.
  * </ul>
  */
 public final class Router {
   /** Bookings never closed are released after this long by default (Dynamo uses 300 s). */
   public static final Duration DEFAULT_BOOKING_TIMEOUT = Duration.ofMinutes(5);
-  private static final int MAX_OPEN_BOOKINGS = 1 << 20;
-  private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
+  /** The default {@link Builder#maxPromptTokens}: 2^20 tokens. */
+  public static final int DEFAULT_MAX_PROMPT_TOKENS = 1 << 20;
+  /** The default {@link Builder#ejectAfterFailures}. */
+  public static final int DEFAULT_EJECT_AFTER_FAILURES = 3;
+  /** The default first backoff of {@link Builder#ejectionBackoff}. */
+  public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
+  /** The default longest backoff of {@link Builder#ejectionBackoff}. */
+  public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(30);
+  private static final Logger LOG = System.getLogger(Router.class.getName());
   private static final ThreadLocal<SelectScratch> SCRATCH = ThreadLocal.withInitial(SelectScratch::new);
 
   private final int blockSize;
@@ -49,23 +65,18 @@ public final class Router {
   private final RouterPolicy policy;
   private final Ticker ticker;
   private final RouterListener listener;
-  private final long bookingTimeoutNanos;
   private final KvIndexer indexer;
-  private final @Nullable KvIndexer predicted;
-  private final long predictionTtlNanos;
-  private final int predictionBudget;
+  private final KvIndex indexView;
   private final WorkerRegistry registry;
   private final KvEventSink eventSink;
-
-  // Guarded by admission.
-  private final ReentrantLock admission = new ReentrantLock();
-  private final SplittableRandom random;
-  private final LoadTracker load = new LoadTracker();
-  private final ArrayDeque<Routing> bookings = new ArrayDeque<>();
-  private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
-  private final ArrayDeque<Prediction> predictions = new ArrayDeque<>();
-  private long predictedBlocks;
-  private final HashArrayPool pool = new HashArrayPool();
+  private final int maxPromptTokens;
+  private final HealthConfig healthConfig;
+  private final HealthReports health;
+  private final Admission admission;
+  private final Predictions predictions;
+  // Under the approximate policy every worker is scored by predictions; otherwise only those without trusted events.
+  private final boolean allApproximate;
+  private long generations; // guarded by the registry's change lock
 
   private Router(Builder b) {
     this.blockSize = b.blockSize;
@@ -78,45 +89,69 @@ public final class Router {
       listeners.add(0, learning);
     }
     this.listener = CompositeRouterListener.of(listeners);
-    this.bookingTimeoutNanos = b.bookingTimeout.toNanos();
-    this.random = new SplittableRandom(b.randomSeed);
+    this.maxPromptTokens = b.maxPromptTokens;
+    this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
+    this.health = new HealthReports(ticker, listener);
+    this.admission = new Admission(blockSize, b.bookingTimeout.toNanos(), b.randomSeed, health);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
         .maxWorkers(b.maxWorkers).listener(listener).build();
+    this.indexView = indexer.readOnlyView();
     if (policy instanceof Policies.Approximate approximate) {
-      this.predictionTtlNanos = approximate.ttlNanos;
-      this.predictionBudget = approximate.maxEntries;
-      this.predicted = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(approximate.maxEntries)
-          .maxWorkers(b.maxWorkers).build();
+      this.allApproximate = true;
+      this.predictions = new Predictions(blockSize, b.maxWorkers, approximate.ttlNanos, approximate.maxEntries);
     } else {
-      this.predictionTtlNanos = 0;
-      this.predictionBudget = 0;
-      this.predicted = null;
+      this.allApproximate = false;
+      this.predictions = new Predictions(blockSize, b.maxWorkers, Predictions.DEFAULT_TTL_NANOS,
+          Predictions.DEFAULT_BUDGET);
     }
     this.registry = new WorkerRegistry(new RegistryHooks(), listener);
     this.eventSink = new RegisteredWorkersSink();
   }
 
-  /** Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listeners. */
+  /**
+   * Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listeners.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
 
-  /** The workers this router chooses among. */
+  /**
+   * The workers this router chooses among.
+   *
+   * @return the registry
+   */
   public WorkerRegistry workers() {
     return registry;
   }
 
-  /** Shorthand for {@code workers().add(worker)}. */
+  /**
+   * Shorthand for {@code workers().add(worker)}.
+   *
+   * @param worker the worker to add
+   */
   public void addWorker(Worker worker) {
     registry.add(worker);
   }
 
-  /** Shorthand for {@code workers().remove(id)}. */
+  /**
+   * Shorthand for {@code workers().remove(id)}.
+   *
+   * @param id the worker to remove
+   * @return whether it was registered
+   */
   public boolean removeWorker(WorkerId id) {
     return registry.remove(id);
   }
 
-  /** Shorthand for {@code workers().updateLoad(id, load)}. */
+  /**
+   * Shorthand for {@code workers().updateLoad(id, load)}.
+   *
+   * @param id the worker
+   * @param load what its engine reported
+   * @return whether it is registered
+   */
   public boolean updateLoad(WorkerId id, EngineLoad load) {
     return registry.updateLoad(id, load);
   }
@@ -124,25 +159,48 @@ public final class Router {
   /**
    * Where event sources deliver KV events; events of workers not registered are dropped and reported to the
    * listener.
+   *
+   * @return the sink
    */
   public KvEventSink eventSink() {
     return eventSink;
   }
 
-  /** The KV index fed by {@link #eventSink()}, for queries and stats. */
-  public KvIndexer indexer() {
-    return indexer;
+  /**
+   * A read-only view of the KV index fed by {@link #eventSink()}, for queries and stats. Events go through
+   * {@link #eventSink()} and workers through {@link #workers()}, so that the index never holds a worker the registry
+   * does not know.
+   *
+   * @return the view
+   */
+  public KvIndex indexer() {
+    return indexView;
   }
 
+  /**
+   * The policy that chooses among candidates.
+   *
+   * @return the policy
+   */
   public RouterPolicy policy() {
     return policy;
   }
 
+  /**
+   * Tokens per KV block.
+   *
+   * @return the block size
+   */
   public int blockSize() {
     return blockSize;
   }
 
-  /** Routes a prompt with no further constraints; see {@link #select(RouteRequest)}. */
+  /**
+   * Routes a prompt with no further constraints; see {@link #select(RouteRequest)}.
+   *
+   * @param tokens the prompt's token ids
+   * @return the routing handle; close it when the request ends
+   */
   public Routing select(int[] tokens) {
     return select(RouteRequest.of(tokens));
   }
@@ -150,21 +208,27 @@ public final class Router {
   /**
    * Chooses a worker for the request and books its load.
    *
-   * @throws IllegalArgumentException if the prompt is empty
-   * @throws NoWorkerAvailableException if no registered worker may serve it
+   * @param request the request
+   * @return the routing handle; close it when the request ends
+   * @throws InvalidRouteRequestException if the prompt is empty or longer than {@link Builder#maxPromptTokens}
+   * @throws NoWorkerAvailableException if no registered worker may serve it now, with the reason
    */
   public Routing select(RouteRequest request) {
     Objects.requireNonNull(request, "request");
     int[] tokens = request.tokens();
     if (tokens.length == 0) {
-      throw new IllegalArgumentException("tokens must not be empty");
+      throw new InvalidRouteRequestException(InvalidRouteRequestException.Reason.EMPTY_PROMPT,
+          "tokens must not be empty");
+    }
+    if (tokens.length > maxPromptTokens) {
+      throw new InvalidRouteRequestException(InvalidRouteRequestException.Reason.PROMPT_TOO_LONG,
+          "the prompt has " + tokens.length + " tokens, more than maxPromptTokens " + maxPromptTokens);
     }
     SelectScratch scratch = SCRATCH.get();
     long[] hashes = scratch.hashes(tokens.length / blockSize);
     int count = hasher.sequenceHashes(tokens, tokens.length, request.loraName(), request.blockExtraKeys(), hashes);
     int touched = count == 0 ? 0 : indexer.matchLocked(hashes, count, scratch.main);
-    int touchedPredicted = count == 0 || predicted == null ? 0 : predicted.matchLocked(hashes, count,
-        scratch.predicted);
+    int touchedPredicted = predictions.match(hashes, count, scratch.predicted);
     try {
       Routing routing = admit(request, hashes, count, scratch);
       listener.onRouted(routing);
@@ -176,59 +240,49 @@ public final class Router {
   }
 
   private Routing admit(RouteRequest request, long[] hashes, int count, SelectScratch scratch) {
-    int[] tokens = request.tokens();
     WorkerRegistry.WorkerState[] states = registry.states();
     Candidates candidates = scratch.candidates;
     WorkerRegistry.WorkerState[] candidateStates = scratch.candidateStates(states.length);
+    Routing routing = null;
+    int expired = 0;
     try {
       // What the index says is gathered before the admission lock: only the bookings need it.
       int n = gatherCandidates(request, states, scratch, candidateStates);
-      if (n == 0) {
-        listener.onNoWorker(request);
-        throw new NoWorkerAvailableException(states.length == 0 ? "no workers are registered"
-            : "none of the " + states.length + " registered workers may serve this request");
-      }
-      lockAdmission();
-      try {
-        long now = ticker.read();
-        drainReleases();
-        expire(now);
-        drainReleases();
-        candidates.admit(random, now);
-        for (int i = 0; i < n; i++) {
-          int slot = candidateStates[i].slot;
-          load.ensureSlot(slot);
-          int activeOverlap = load.activeDepth(slot, hashes, count);
-          candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
-              load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot));
+      if (n > 0) {
+        admission.lock();
+        try {
+          long now = ticker.read();
+          admission.drainReleases();
+          expired = admission.expire(now);
+          predictions.expire(now);
+          candidates.admit(admission.random, now);
+          n = retainAdmissible(candidates, candidateStates, n, now);
+          if (n > 0) {
+            routing = choose(request, hashes, count, candidates, candidateStates, n, now, states, scratch);
+          }
+        } finally {
+          admission.unlock();
         }
-        int choice = policy.select(candidates);
-        if (choice < 0 || choice >= n) {
-          throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
-        }
-        WorkerRegistry.WorkerState chosen = candidateStates[choice];
-        int matched = candidates.overlapBlocks(choice);
-        long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
-        long[] booked = pool.take(count);
-        System.arraycopy(hashes, 0, booked, 0, count);
-        load.book(chosen.slot, uncached, booked, count);
-        if (predicted != null && count > 0) {
-          predict(chosen, booked, count, now);
-        }
-        List<CandidateScore> explanation = request.explain() ? explain(candidates, n, choice) : List.of();
-        Routing routing = new Routing(this, chosen, matched, candidates.gpuOverlapBlocks(choice), blockSize,
-            tokens.length, uncached, now, booked, count, policy.name(), explanation);
-        routing.queuedPrefillTokens = candidates.prefillTokens(choice);
-        routing.activeAtAdmission = candidates.activeRequests(choice);
-        bookings.addLast(routing);
-        return routing;
-      } finally {
-        admission.unlock();
       }
     } finally {
       candidates.clear();
-      java.util.Arrays.fill(candidateStates, null);
+      Arrays.fill(candidateStates, null);
     }
+    if (expired > 0) {
+      listener.onBookingsExpired(expired); // outside the lock, as every routing callback
+    }
+    if (routing == null) {
+      listener.onNoWorker(request);
+      throw noWorker(request, states);
+    }
+    WorkerRegistry.WorkerState chosen = routing.state();
+    if (chosen.approximate && !allApproximate && !chosen.approximateLogged) {
+      chosen.approximateLogged = true;
+      LOG.log(Level.INFO, () -> "worker " + chosen.worker.id() + " has no trusted KV event stream ("
+          + chosen.eventStream + (chosen.eventSeen ? "" : ", no event yet")
+          + "): scoring it by the router's own predictions until its events arrive");
+    }
+    return routing;
   }
 
   private int gatherCandidates(RouteRequest request, WorkerRegistry.WorkerState[] states, SelectScratch scratch,
@@ -238,166 +292,359 @@ public final class Router {
     Set<WorkerId> allowed = request.allowedWorkers();
     int n = 0;
     for (WorkerRegistry.WorkerState state : states) {
-      Worker worker = state.worker;
-      if (!state.registered || (allowed != null && !allowed.contains(worker.id()))
-          || !worker.serves(request.model(), request.loraName())) {
+      if (!eligible(request, allowed, state)) {
         continue;
       }
       int slot = state.slot;
       int overlap = depth(scratch.main.depth, slot);
       int gpuOverlap = depth(scratch.main.gpuDepth, slot);
       long cached = indexer.entriesOfSlot(slot);
-      if (predicted != null) {
+      boolean approximate = allApproximate || state.approximate;
+      if (approximate) {
         overlap = Math.max(overlap, depth(scratch.predicted.depth, state.predictedSlot));
         gpuOverlap = Math.max(gpuOverlap, depth(scratch.predicted.gpuDepth, state.predictedSlot));
-        cached += predicted.entriesOfSlot(state.predictedSlot);
+        cached += predictions.entriesOfSlot(state.predictedSlot);
       }
-      candidates.add(worker, overlap, gpuOverlap, cached, state.engineLoad);
+      candidates.add(state.worker, overlap, gpuOverlap, cached, state.engineLoad, approximate);
       candidateStates[n++] = state;
     }
     return n;
   }
 
+  private static boolean eligible(RouteRequest request, @Nullable Set<WorkerId> allowed,
+      WorkerRegistry.WorkerState state) {
+    Worker worker = state.worker;
+    return state.registered && (allowed == null || allowed.contains(worker.id()))
+        && worker.serves(request.model(), request.loraName());
+  }
+
   /**
-   * Takes the admission lock, spinning briefly first: it is held for about a microsecond, much less than parking
-   * and waking a thread costs, so a selection that finds it taken usually gets it by waiting a moment.
+   * Drops the candidates that may not take a request now, under the admission lock: a worker removed since it was
+   * gathered (its slot may already belong to a new registration, so it must get no booking), and workers whose
+   * health forbids it. The only work select does for health: one volatile read per candidate.
    */
-  private void lockAdmission() {
-    for (int spins = 0; spins < ADMISSION_SPINS; spins++) {
-      if (admission.tryLock()) {
-        return;
+  private int retainAdmissible(Candidates candidates, WorkerRegistry.WorkerState[] candidateStates, int n,
+      long now) {
+    LoadTracker load = admission.load;
+    for (int i = n - 1; i >= 0; i--) {
+      WorkerRegistry.WorkerState s = candidateStates[i];
+      HealthState h = s.health.state();
+      if (load.owns(s.slot, s.generation)
+          && (h.routable() || (h == HealthState.EJECTED && s.health.probeDue(now)))) {
+        candidates.setHealth(i, h);
+      } else {
+        candidates.remove(i);
+        System.arraycopy(candidateStates, i + 1, candidateStates, i, n - i - 1);
+        candidateStates[--n] = null;
       }
-      Thread.onSpinWait();
     }
-    admission.lock();
+    return n;
+  }
+
+  /** Scores the admissible candidates, lets the policy choose and books the choice; under the admission lock. */
+  private Routing choose(RouteRequest request, long[] hashes, int count, Candidates candidates,
+      WorkerRegistry.WorkerState[] candidateStates, int n, long now, WorkerRegistry.WorkerState[] states,
+      SelectScratch scratch) {
+    LoadTracker load = admission.load;
+    for (int i = 0; i < n; i++) {
+      int slot = candidateStates[i].slot;
+      int activeOverlap = load.activeDepth(slot, hashes, count);
+      candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
+          load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot));
+    }
+    int choice = policy.select(candidates);
+    if (choice < 0 || choice >= n) {
+      throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
+    }
+    WorkerRegistry.WorkerState chosen = candidateStates[choice];
+    int matched = candidates.overlapBlocks(choice);
+    int[] tokens = request.tokens();
+    long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
+    long[] booked = admission.hashArray(count);
+    System.arraycopy(hashes, 0, booked, 0, count);
+    List<CandidateScore> explanation = request.explain()
+        ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
+    Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
+        uncached, now, booked, count, policy.name(), explanation);
+    routing.admittedLoad = Routing.admittedLoad(candidates.prefillTokens(choice), candidates.activeRequests(choice));
+    // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
+    routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
+    if (!admission.book(routing)) {
+      throw new IllegalStateException("worker " + chosen.worker.id() + " lost its slot under the admission lock");
+    }
+    if (allApproximate || chosen.approximate) {
+      predictions.record(chosen, booked, count, now);
+    }
+    return routing;
   }
 
   private static int depth(int[] depths, int slot) {
     return slot >= 0 && slot < depths.length ? depths[slot] : 0;
   }
 
-  private static List<CandidateScore> explain(Candidates candidates, int n, int choice) {
-    List<CandidateScore> scores = new ArrayList<>(n);
+  /**
+   * Every candidate's overlap, load, cost and health, then the workers that could serve the request but were not
+   * candidates because of their health (cost NaN), so that an explanation shows why a warm worker was passed over.
+   */
+  private List<CandidateScore> explain(RouteRequest request, Candidates candidates,
+      WorkerRegistry.WorkerState[] candidateStates, int n, int choice, WorkerRegistry.WorkerState[] states,
+      SelectScratch scratch) {
+    List<CandidateScore> scores = new ArrayList<>(states.length);
     for (int i = 0; i < n; i++) {
       scores.add(new CandidateScore(candidates.worker(i).id(), candidates.overlapBlocks(i),
           candidates.gpuOverlapBlocks(i), candidates.prefillTokens(i), candidates.decodeBlocks(i),
-          candidates.activeRequests(i), candidates.cost(i), i == choice));
+          candidates.activeRequests(i), candidates.cost(i), i == choice, candidates.health(i),
+          candidates.approximate(i)));
+    }
+    Set<WorkerId> allowed = request.allowedWorkers();
+    LoadTracker load = admission.load;
+    outer:
+    for (WorkerRegistry.WorkerState s : states) {
+      if (!eligible(request, allowed, s)) {
+        continue;
+      }
+      for (int i = 0; i < n; i++) {
+        if (candidateStates[i] == s) {
+          continue outer;
+        }
+      }
+      boolean owned = load.owns(s.slot, s.generation);
+      scores.add(new CandidateScore(s.worker.id(), depth(scratch.main.depth, s.slot),
+          depth(scratch.main.gpuDepth, s.slot), owned ? load.prefillTokens(s.slot) : 0,
+          owned ? load.activeBlocks(s.slot) : 0, owned ? load.activeRequests(s.slot) : 0, Double.NaN, false,
+          s.health.state(), allApproximate || s.approximate));
     }
     return List.copyOf(scores);
   }
 
-  private void predict(WorkerRegistry.WorkerState chosen, long[] hashes, int count, long now) {
-    long[] copy = java.util.Arrays.copyOf(hashes, count);
-    predicted.storeSequence(chosen.predictedSlot, copy, count);
-    predictions.addLast(new Prediction(now + predictionTtlNanos, chosen, copy));
-    predictedBlocks += count;
+  /** Why no worker may serve the request; only on the failure path. */
+  private static NoWorkerAvailableException noWorker(RouteRequest request, WorkerRegistry.WorkerState[] states) {
+    if (states.length == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKERS,
+          "no workers are registered");
+    }
+    int forModel = 0;
+    int forLora = 0;
+    int allowed = 0;
+    int draining = 0;
+    Set<WorkerId> allowList = request.allowedWorkers();
+    for (WorkerRegistry.WorkerState state : states) {
+      Worker w = state.worker;
+      if (!w.serves(request.model(), null)) {
+        continue;
+      }
+      forModel++;
+      if (!w.serves(request.model(), request.loraName())) {
+        continue;
+      }
+      forLora++;
+      if (allowList != null && !allowList.contains(w.id())) {
+        continue;
+      }
+      allowed++;
+      if (state.health.state() == HealthState.DRAINING) {
+        draining++;
+      }
+    }
+    if (forModel == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKER_FOR_MODEL,
+          "none of the " + states.length + " registered workers serves model " + request.model());
+    }
+    if (forLora == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKER_FOR_LORA,
+          "none of the " + forModel + " workers serving the model has LoRA adapter " + request.loraName());
+    }
+    if (allowed == 0) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NONE_ALLOWED,
+          "the request's allowed workers exclude all " + forLora + " workers that serve it");
+    }
+    if (draining == allowed) {
+      return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_DRAINING,
+          "all " + allowed + " workers that could serve the request are draining");
+    }
+    return new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_UNHEALTHY,
+        "all " + allowed + " workers that could serve the request are ejected or draining (" + draining
+            + " draining); an ejected worker takes one probe request once its backoff has passed");
   }
 
-  /** Releases expired bookings and predictions; under the admission lock. */
-  private void expire(long now) {
-    int expired = 0;
-    Routing head;
-    while ((head = bookings.peekFirst()) != null) {
-      if (head.isClosed()) {
-        bookings.pollFirst();
-      } else if (now - head.bookedAtNanos >= bookingTimeoutNanos || bookings.size() > MAX_OPEN_BOOKINGS) {
-        bookings.pollFirst();
-        head.close();
-        expired++;
-      } else {
-        break;
-      }
-    }
-    if (expired > 0) {
-      listener.onBookingsExpired(expired);
-    }
-    Prediction p;
-    while ((p = predictions.peekFirst()) != null
-        && (p.expiresAtNanos - now <= 0 || predictedBlocks > 2L * predictionBudget)) {
-      predictions.pollFirst();
-      predictedBlocks -= p.hashes.length;
-      if (p.state.registered) {
-        predicted.removeSequence(p.state.predictedSlot, p.hashes, p.hashes.length);
-      }
+  /**
+   * Reports that a request forwarded to the worker, or a probe of it, succeeded: a suspect worker becomes healthy,
+   * and an ejected one whose backoff has passed is readmitted. Cheap when the worker is already healthy (no lock);
+   * unknown workers are ignored. {@link Routing#firstToken()} reports a success by itself when the worker is not
+   * healthy.
+   *
+   * @param worker the worker
+   */
+  public void reportSuccess(WorkerId worker) {
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state != null) {
+      health.success(state);
     }
   }
 
   /**
-   * Queues a handle whose phase advanced (first token or close) for release. The release itself happens under the
-   * admission lock, now if the lock is free, else by the next selection before it scores anyone; either way no
-   * caller of {@link Routing#close()} ever blocks on a selection in progress.
+   * Reports one failed interaction with the worker. {@link Builder#ejectAfterFailures} consecutive failures that
+   * count toward ejection (see {@link FailureKind#countsTowardEjection()}) eject it; fewer make it
+   * {@link HealthState#SUSPECT}. A failure of an ejected worker's probe ejects it again for twice the backoff. A scrape
+   * failure also forgets the worker's last reported load, which would otherwise make a dead worker look idle.
+   * Unknown workers are ignored; never blocks a selection.
+   *
+   * @param worker the worker
+   * @param kind what failed
    */
-  void released(Routing routing) {
-    releases.offer(routing);
-    if (admission.tryLock()) {
-      try {
-        drainReleases();
-      } finally {
-        admission.unlock();
-      }
+  public void reportFailure(WorkerId worker, FailureKind kind) {
+    Objects.requireNonNull(kind, "kind");
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state != null) {
+      health.failure(state, kind);
     }
   }
 
-  /** Applies queued releases; under the admission lock. */
-  private void drainReleases() {
-    Routing routing;
-    while ((routing = releases.poll()) != null) {
-      int phase = routing.phase();
-      WorkerRegistry.WorkerState state = routing.state();
-      if (!routing.prefillReleased && phase != Routing.OPEN) {
-        routing.prefillReleased = true;
-        if (state.registered) {
-          load.releasePrefill(state.slot, routing.bookedPrefillTokens);
-        }
-      }
-      if (!routing.blocksReleased && phase == Routing.CLOSED) {
-        routing.blocksReleased = true;
-        if (state.registered) {
-          load.releaseRequest(state.slot, routing.hashes, routing.hashCount);
-        }
-        pool.give(routing.hashes);
-      }
+  /**
+   * Reports the state of the worker's KV event stream. While it is {@link EventStreamState#SILENT} or
+   * {@link EventStreamState#BROKEN} (or {@link EventStreamState#UNKNOWN} with no event applied yet) the router scores
+   * the worker by its own predictions of what it routed there, not as a worker with an empty cache. Unknown workers
+   * are ignored.
+   *
+   * @param worker the worker
+   * @param streamState the stream's state
+   */
+  public void reportEventStream(WorkerId worker, EventStreamState streamState) {
+    Objects.requireNonNull(streamState, "streamState");
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state == null) {
+      return;
+    }
+    EventStreamState before = state.eventStream;
+    state.eventStream = streamState;
+    state.updateMode();
+    if (before != streamState) {
+      boolean untrusted = streamState == EventStreamState.SILENT || streamState == EventStreamState.BROKEN;
+      boolean recovered = before == EventStreamState.SILENT || before == EventStreamState.BROKEN;
+      LOG.log(untrusted ? Level.WARNING : recovered ? Level.INFO : Level.DEBUG, () -> "worker " + worker
+          + " KV event stream " + before + " -> " + streamState
+          + (untrusted ? ": scoring it by the router's own predictions" : ""));
     }
   }
 
-  /** Active requests the router has booked on a worker (0 if unknown). */
+  /**
+   * The worker's health.
+   *
+   * @param worker the worker
+   * @return its state, or null if it is not registered
+   */
+  public @Nullable HealthState health(WorkerId worker) {
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    return state == null ? null : state.health.state();
+  }
+
+  /**
+   * Stops routing new requests to the worker; requests in flight finish and release their load as usual.
+   *
+   * @param worker the worker
+   * @return whether it is registered
+   */
+  public boolean drain(WorkerId worker) {
+    return setDraining(worker, true);
+  }
+
+  /**
+   * Ends {@link #drain}: the worker takes new requests again, unless failures ejected it meanwhile.
+   *
+   * @param worker the worker
+   * @return whether it is registered
+   */
+  public boolean undrain(WorkerId worker) {
+    return setDraining(worker, false);
+  }
+
+  private boolean setDraining(WorkerId worker, boolean on) {
+    WorkerRegistry.WorkerState state = registry.state(Objects.requireNonNull(worker, "worker"));
+    if (state == null) {
+      return false;
+    }
+    health.drain(state, on);
+    return true;
+  }
+
+  /**
+   * Active requests the router has booked on a worker.
+   *
+   * @param id the worker
+   * @return its open bookings, 0 if unknown
+   */
   public int activeRequests(WorkerId id) {
     return (int) bookedLoad(id, true);
   }
 
-  /** Pending prefill tokens the router has booked on a worker (0 if unknown). */
+  /**
+   * Pending prefill tokens the router has booked on a worker.
+   *
+   * @param id the worker
+   * @return prompt tokens of its requests without a first token yet, 0 if unknown
+   */
   public long pendingPrefillTokens(WorkerId id) {
     return bookedLoad(id, false);
   }
 
   private long bookedLoad(WorkerId id, boolean requests) {
-    Objects.requireNonNull(id, "id");
+    WorkerRegistry.WorkerState s = registry.state(Objects.requireNonNull(id, "id"));
+    if (s == null) {
+      return 0;
+    }
     admission.lock();
     try {
-      drainReleases();
-      for (WorkerRegistry.WorkerState s : registry.states()) {
-        if (s.worker.id().equals(id)) {
-          load.ensureSlot(s.slot);
-          return requests ? load.activeRequests(s.slot) : load.prefillTokens(s.slot);
-        }
+      admission.drainReleases();
+      LoadTracker load = admission.load;
+      if (!load.owns(s.slot, s.generation)) {
+        return 0;
       }
-      return 0;
+      return requests ? load.activeRequests(s.slot) : load.prefillTokens(s.slot);
     } finally {
       admission.unlock();
     }
   }
 
-  /** Tells the listener of a handle's first token. */
-  void firstTokenArrived(Routing routing) {
-    if (listener != RouterListener.NONE) {
-      listener.onFirstToken(routing, ticker.read() - routing.bookedAtNanos);
+  /** The mutable index, for tests. */
+  KvIndexer index() {
+    return indexer;
+  }
+
+  Predictions predictions() {
+    return predictions;
+  }
+
+  /** Releases that found nothing to release (a booking released twice); zero unless there is a bug. */
+  long overReleases() {
+    admission.lock();
+    try {
+      admission.drainReleases();
+      return admission.load.overReleases();
+    } finally {
+      admission.unlock();
     }
   }
 
-  /** Tells the listener of a handle's close. */
-  void closedHandle(Routing routing) {
-    if (listener != RouterListener.NONE) {
-      listener.onClosed(routing, ticker.read() - routing.bookedAtNanos);
+  boolean admissionHeldByCurrentThread() {
+    return admission.heldByCurrentThread();
+  }
+
+  int openBookings() {
+    admission.lock();
+    try {
+      admission.drainReleases();
+      return admission.openBookings();
+    } finally {
+      admission.unlock();
+    }
+  }
+
+  long pooledHashBytes() {
+    admission.lock();
+    try {
+      return admission.pooledBytes();
+    } finally {
+      admission.unlock();
     }
   }
 
@@ -410,19 +657,21 @@ public final class Router {
     @Override
     public WorkerRegistry.WorkerState added(Worker worker) {
       int slot = indexer.register(worker.id());
-      int predictedSlot = predicted == null ? -1 : predicted.register(worker.id());
-      if (slot < 0 || (predicted != null && predictedSlot < 0)) {
+      int predictedSlot = predictions.register(worker.id());
+      if (slot < 0 || predictedSlot < 0) {
         indexer.removeWorker(worker.id());
+        predictions.removed(worker.id());
         throw new IllegalStateException("the router's worker bound is reached; cannot add " + worker.id());
       }
+      WorkerRegistry.WorkerState state = new WorkerRegistry.WorkerState(worker, slot, predictedSlot,
+          ++generations, new WorkerHealth(healthConfig));
       admission.lock();
       try {
-        load.resetSlot(slot);
-        load.ensureSlot(slot);
+        admission.load.activate(slot, state.generation);
       } finally {
         admission.unlock();
       }
-      return new WorkerRegistry.WorkerState(worker, slot, predictedSlot);
+      return state;
     }
 
     @Override
@@ -430,10 +679,8 @@ public final class Router {
       indexer.removeWorker(state.worker.id());
       admission.lock();
       try {
-        if (predicted != null) {
-          predicted.removeWorker(state.worker.id());
-        }
-        load.resetSlot(state.slot);
+        predictions.removed(state.worker.id());
+        admission.load.deactivate(state.slot);
       } finally {
         admission.unlock();
       }
@@ -443,49 +690,24 @@ public final class Router {
   /** Drops events of workers that are not registered, so removed workers cannot come back through late events. */
   private final class RegisteredWorkersSink implements KvEventSink {
     @Override
+    public boolean accepts(WorkerId worker) {
+      return registry.contains(worker);
+    }
+
+    @Override
     public void apply(WorkerId worker, KvEvent event) {
-      if (!registry.contains(worker)) {
+      WorkerRegistry.WorkerState state = registry.state(worker);
+      if (state == null) {
         listener.onEventForUnknownWorker(worker, event);
         return;
       }
       indexer.apply(worker, event);
       if (!registry.contains(worker)) {
         indexer.removeWorker(worker); // removed while the event was applied
+      } else if (!state.eventSeen) {
+        state.eventSeen = true; // the first event: the index speaks for this worker unless its stream breaks
+        state.updateMode();
       }
-    }
-  }
-
-  private record Prediction(long expiresAtNanos, WorkerRegistry.WorkerState state, long[] hashes) {}
-
-  /** Reusable hash arrays for bookings, by power-of-two size; guarded by the admission lock. */
-  private static final class HashArrayPool {
-    private static final int MAX_POOLED = 256;
-    @SuppressWarnings("unchecked")
-    private final ArrayDeque<long[]>[] bySize = new ArrayDeque[32];
-
-    long[] take(int count) {
-      int bucket = bucket(count);
-      ArrayDeque<long[]> free = bySize[bucket];
-      long[] array = free == null ? null : free.pollFirst();
-      return array != null ? array : new long[1 << bucket];
-    }
-
-    void give(long[] array) {
-      int bucket = bucket(array.length);
-      if ((1 << bucket) != array.length) {
-        return;
-      }
-      ArrayDeque<long[]> free = bySize[bucket];
-      if (free == null) {
-        free = bySize[bucket] = new ArrayDeque<>();
-      }
-      if (free.size() < MAX_POOLED) {
-        free.addFirst(array);
-      }
-    }
-
-    private static int bucket(int count) {
-      return count <= 1 ? 0 : 32 - Integer.numberOfLeadingZeros(count - 1);
     }
   }
 
@@ -512,7 +734,6 @@ public final class Router {
     }
   }
 
-  /** Configures a {@link Router}; not thread-safe. */
   public static final class Builder {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
@@ -522,8 +743,76 @@ public final class Router {
     private int maxIndexEntries = KvIndexer.DEFAULT_MAX_ENTRIES;
     private int maxWorkers = KvIndexer.DEFAULT_MAX_WORKERS;
     private Duration bookingTimeout = DEFAULT_BOOKING_TIMEOUT;
+    private int maxPromptTokens = DEFAULT_MAX_PROMPT_TOKENS;
+    private int ejectAfterFailures = DEFAULT_EJECT_AFTER_FAILURES;
+    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
+    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
 
     private Builder() {}
+
+    /**
+     * The longest prompt {@link Router#select} accepts, in tokens; longer ones are rejected with
+     * {@link InvalidRouteRequestException} ({@link InvalidRouteRequestException.Reason#PROMPT_TOO_LONG}). The
+     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), covers the context windows of the models engines
+     * commonly serve (up to 1M tokens; raise it for longer ones), while it bounds the work one selection does under
+     * the admission lock (about 0.4 ms at the limit) and the memory its booking holds.
+     *
+     * @param maxPromptTokens the bound
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder maxPromptTokens(int maxPromptTokens) {
+      if (maxPromptTokens <= 0) {
+        throw new IllegalArgumentException("maxPromptTokens must be positive but was " + maxPromptTokens);
+      }
+      this.maxPromptTokens = maxPromptTokens;
+      return this;
+    }
+
+    /**
+     * How many consecutive failures eject a worker (default {@value Router#DEFAULT_EJECT_AFTER_FAILURES}). One
+     * failure is routinely a client's cancellation or a blip, and a worker with independent transient failures of
+     * rate p is falsely ejected at rate p^3 (10^-6 at p = 1%); a dead worker costs at most three failed attempts,
+     * each retried elsewhere when it provably never reached the engine.
+     *
+     * @param failures the threshold
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder ejectAfterFailures(int failures) {
+      if (failures <= 0) {
+        throw new IllegalArgumentException("ejectAfterFailures must be positive but was " + failures);
+      }
+      this.ejectAfterFailures = failures;
+      return this;
+    }
+
+    /**
+     * How long an ejected worker stays out before one request probes it: {@code initial} after the first
+     * ejection, doubling with each ejection in a row, at most {@code max} (defaults 1 s and 30 s). A probe costs
+     * one request's attempt, so a worker down for T seconds costs about log2(T / 1 s) + T / 30 s probes, while a
+     * worker that recovers (a restart, a brief pause) is readmitted within one backoff, at most 30 s: a small
+     * fraction of the minutes an engine restart with a model load takes.
+     *
+     * @param initial the first backoff
+     * @param max the longest backoff
+     * @return this builder
+     * @throws IllegalArgumentException if {@code initial} is not positive or {@code max} is less than it
+     */
+    public Builder ejectionBackoff(Duration initial, Duration max) {
+      Objects.requireNonNull(initial, "initial");
+      Objects.requireNonNull(max, "max");
+      if (initial.isNegative() || initial.isZero()) {
+        throw new IllegalArgumentException("ejectionBackoff initial must be positive but was " + initial);
+      }
+      if (max.compareTo(initial) < 0) {
+        throw new IllegalArgumentException("ejectionBackoff max must be at least initial " + initial + " but was "
+            + max);
+      }
+      this.initialBackoff = initial;
+      this.maxBackoff = max;
+      return this;
+    }
 
     /**
      * Tokens per KV block; must match the engines' block size (vLLM's default is 16).

@@ -27,8 +27,9 @@ public interface RouterListener {
   default void onFirstToken(Routing routing, long elapsedNanos) {}
 
   /**
-   * The routed request's handle was closed for the first time: it completed, failed or was cancelled, or its booking
-   * expired (then this runs on the selecting thread that expired it, while the router holds its admission lock).
+   * The routed request's handle was closed for the first time by {@link Routing#close()}: it completed, failed or
+   * was cancelled. A booking that expires because its handle was never closed is counted by
+   * {@link #onBookingsExpired} instead, and closing its handle later reports nothing.
    *
    * @param routing the request's handle
    * @param elapsedNanos nanoseconds from its selection to the close, by the router's ticker
@@ -69,6 +70,17 @@ public interface RouterListener {
   /** The index exceeded its entry budget and dropped {@code entries} of its least recently stored entries. */
   default void onIndexEviction(int entries) {}
 
-  /** Stale load bookings (requests never closed) expired. */
+  /** Stale load bookings (requests never closed) expired; called after the admission lock is released. */
   default void onBookingsExpired(int count) {}
+
+  /**
+   * A worker's health changed, for example after failures ejected it or a probe readmitted it; called on the
+   * reporting thread, outside the admission lock.
+   *
+   * @param worker the worker
+   * @param from its previous state
+   * @param to its new state
+   * @param reason a human-readable cause, such as {@code "3 consecutive failures, last CONNECT_FAILED"}
+   */
+  default void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {}
 }

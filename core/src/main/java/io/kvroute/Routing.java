@@ -3,6 +3,7 @@ package io.kvroute;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The outcome of one {@link Router#select} call and the handle of the request's booked load; thread-safe:
@@ -17,18 +18,13 @@ public final class Routing implements AutoCloseable {
   static final int PREFILLED = 1;
   static final int CLOSED = 2;
 
-  private final Router router;
+  private final Admission admission;
   private final WorkerRegistry.WorkerState state;
   private final int matchedBlocks;
   private final int gpuMatchedBlocks;
-  private final int blockSize;
   private final int promptTokens;
   final long bookedPrefillTokens;
   final long bookedAtNanos;
-  /** Prompt tokens booked on the worker before this request, not yet prefilled; set once under the admission lock. */
-  long queuedPrefillTokens;
-  /** Requests active on the worker before this one; set once under the admission lock. */
-  int activeAtAdmission;
   final long[] hashes;
   final int hashCount;
   private final String policy;
@@ -47,15 +43,23 @@ public final class Routing implements AutoCloseable {
   // What the router has released so far; guarded by the router's admission lock.
   boolean prefillReleased;
   boolean blocksReleased;
+  // Whether this request is an ejected worker's half-open probe; set before the handle is published.
+  boolean probe;
+  // The chosen worker's load when this request was admitted (see admittedLoad), for policies that learn from
+  // outcomes; set before the handle is published.
+  long admittedLoad;
+  // The admission's list of open bookings, oldest first; guarded by the admission lock.
+  @Nullable Routing older;
+  @Nullable Routing newer;
+  boolean tracked;
 
-  Routing(Router router, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks, int blockSize,
+  Routing(Admission admission, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,
       List<CandidateScore> explanation) {
-    this.router = router;
+    this.admission = admission;
     this.state = state;
     this.matchedBlocks = matchedBlocks;
     this.gpuMatchedBlocks = gpuMatchedBlocks;
-    this.blockSize = blockSize;
     this.promptTokens = promptTokens;
     this.bookedPrefillTokens = bookedPrefillTokens;
     this.bookedAtNanos = bookedAtNanos;
@@ -63,6 +67,26 @@ public final class Routing implements AutoCloseable {
     this.hashCount = hashCount;
     this.policy = policy;
     this.explanation = explanation;
+  }
+
+  /**
+   * Packs a worker's load at admission into one long (one field instead of two keeps the handle 8 bytes smaller):
+   * prompt tokens queued there (up to 2^40 - 1) in the high bits, its active requests (up to 2^24 - 1) in the low 24.
+   */
+  static long admittedLoad(long queuedPrefillTokens, int activeRequests) {
+    long queued = Math.min(Math.max(0, queuedPrefillTokens), (1L << 40) - 1);
+    long active = Math.min(Math.max(0, activeRequests), (1 << 24) - 1);
+    return queued << 24 | active;
+  }
+
+  /** Prompt tokens queued on the chosen worker, not yet prefilled, when this request was admitted. */
+  long queuedPrefillTokens() {
+    return admittedLoad >>> 24;
+  }
+
+  /** Requests active on the chosen worker when this request was admitted. */
+  int activeAtAdmission() {
+    return (int) (admittedLoad & ((1 << 24) - 1));
   }
 
   /** The chosen worker, as registered when it was chosen. */
@@ -91,6 +115,7 @@ public final class Routing implements AutoCloseable {
    * (23 blocks of 16) reports 352 cached tokens, not 368.
    */
   public int predictedCachedTokens() {
+    int blockSize = admission.blockSize; // not a field here: it would cost 8 bytes per handle
     return Math.min(matchedBlocks, (promptTokens - 1) / blockSize) * blockSize;
   }
 
@@ -118,11 +143,18 @@ public final class Routing implements AutoCloseable {
     return state;
   }
 
-  /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
+  /**
+   * Marks the first output token: the worker's pending prompt tokens for this request are released. If the worker
+   * is not {@link HealthState#HEALTHY}, this also reports a success for it ({@link Router#reportSuccess}): a token
+   * proves it alive, and readmits it if this request was its half-open probe.
+   */
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
-      router.released(this);
-      router.firstTokenArrived(this);
+      admission.released(this);
+      if (state.health.state() != HealthState.HEALTHY) {
+        admission.health().success(state); // a token arrived: the worker is alive
+      }
+      admission.health().firstTokenArrived(this);
     }
   }
 
@@ -130,9 +162,14 @@ public final class Routing implements AutoCloseable {
   @Override
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
-      router.released(this);
-      router.closedHandle(this);
+      admission.released(this);
+      admission.health().closed(this);
     }
+  }
+
+  /** Closes a stale booking; the admission applies the release itself, under its lock. */
+  void expire() {
+    PHASE.setVolatile(this, CLOSED);
   }
 
   int phase() {

@@ -138,6 +138,11 @@ public final class WorkerRegistry {
     return byId.containsKey(id);
   }
 
+  /** The registered worker's state, or null. */
+  @Nullable WorkerState state(WorkerId id) {
+    return byId.get(id);
+  }
+
   WorkerState[] states() {
     return snapshot;
   }
@@ -149,18 +154,39 @@ public final class WorkerRegistry {
     void removed(WorkerState state);
   }
 
-  /** A registered worker and the router's slots for it; fields other than the worker are fixed at registration. */
+  /**
+   * A registered worker and the router's slots for it; the slots, generation and health object are fixed at
+   * registration. A worker removed and added again gets a new state (and generation), so bookings made for the old
+   * registration can never land on, or be released from, the new one.
+   */
   static final class WorkerState {
     volatile Worker worker;
     volatile @Nullable EngineLoad engineLoad;
     volatile boolean registered = true;
     final int slot;
     final int predictedSlot;
+    final long generation;
+    final WorkerHealth health;
+    volatile EventStreamState eventStream = EventStreamState.UNKNOWN;
+    volatile boolean eventSeen;
+    // Whether the router scores this worker by its own predictions rather than the KV index.
+    volatile boolean approximate = true;
+    boolean approximateLogged; // racy: at worst the approximate-mode notice is logged twice
 
-    WorkerState(Worker worker, int slot, int predictedSlot) {
+    WorkerState(Worker worker, int slot, int predictedSlot, long generation, WorkerHealth health) {
       this.worker = worker;
       this.slot = slot;
       this.predictedSlot = predictedSlot;
+      this.generation = generation;
+      this.health = health;
+    }
+
+    /**
+     * Re-derives {@link #approximate} from the stream state and whether an event arrived; synchronized so that the
+     * last of two racing updates (a first event, a stream report) writes what both wrote before it.
+     */
+    synchronized void updateMode() {
+      approximate = !eventStream.trustsIndex(eventSeen);
     }
   }
 }

@@ -17,7 +17,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Random event streams applied to {@link KvIndexer} give the same answers as a naive reference model: stores with
  * known, unknown and absent parents, duplicates, tiers, tokenless offloads, malformed and mismatched events,
- * removals of known and unknown blocks, clears, worker removals and budget eviction.
+ * removals of known and unknown blocks, clears, worker removals and budget eviction, and the same content stored by
+ * one worker under two engine hash salts (one matchable entry and its shadows).
  */
 class KvIndexerPropertyTest {
   private static final int BLOCK = 4;
@@ -40,8 +41,10 @@ class KvIndexerPropertyTest {
     Model model = new Model(budget);
     int[][] docs = documents(random);
     long[] salts = new long[WORKERS.length];
+    long[] altSalts = new long[WORKERS.length];
     for (int i = 0; i < salts.length; i++) {
       salts[i] = random.nextLong();
+      altSalts[i] = random.nextLong();
     }
     int steps = 150 + random.nextInt(100);
     Object lastEvent = null;
@@ -49,13 +52,15 @@ class KvIndexerPropertyTest {
       int w = random.nextInt(WORKERS.length);
       WorkerId worker = WORKERS[w];
       int op = random.nextInt(100);
+      // Now and then the worker hashes with a second salt: the same content under other engine hashes (shadows).
+      long salt = random.nextInt(4) == 0 ? altSalts[w] : salts[w];
       if (op < 55) {
-        KvEvent.BlockStored event = randomStore(random, docs, salts[w]);
+        KvEvent.BlockStored event = randomStore(random, docs, salt);
         lastEvent = event;
         index.apply(worker, event);
         model.store(worker, event);
       } else if (op < 80) {
-        KvEvent.BlockRemoved event = randomRemove(random, docs, salts[w]);
+        KvEvent.BlockRemoved event = randomRemove(random, docs, salt);
         index.apply(worker, event);
         model.remove(worker, event);
       } else if (op < 84) {

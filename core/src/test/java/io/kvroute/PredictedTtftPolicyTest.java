@@ -106,8 +106,8 @@ class PredictedTtftPolicyTest {
       open.add(router.select(Fixtures.prompt(seed * 1000 + i, 16 + random.nextInt(4000))));
       if (open.size() > 1 + random.nextInt(6)) {
         Routing r = open.remove(random.nextInt(open.size()));
-        long x = r.queuedPrefillTokens + r.bookedPrefillTokens;
-        long ttft = 2_000_000 + 40_000 * x + 1_500_000L * r.activeAtAdmission;
+        long x = r.queuedPrefillTokens() + r.bookedPrefillTokens;
+        long ttft = 2_000_000 + 40_000 * x + 1_500_000L * r.activeAtAdmission();
         long waited = ticker.read() - r.bookedAtNanos;
         ticker.advance(Duration.ofNanos(Math.max(0, ttft - waited)));
         if (ttft >= waited) {

@@ -122,8 +122,11 @@ class RouterTest {
   @Test
   void emptyPromptIsRejectedAndShortPromptRoutesByLoad() {
     Router router = router(RouterPolicy.kvAware(), A, B);
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> router.select(new int[0]));
+    InvalidRouteRequestException e = assertThrows(InvalidRouteRequestException.class,
+        () -> router.select(new int[0]));
     assertTrue(e.getMessage().contains("tokens"));
+    assertEquals(InvalidRouteRequestException.Reason.EMPTY_PROMPT, e.reason());
+    assertEquals(400, e.httpStatus());
     Routing first = router.select(new int[] {1, 2, 3});
     Routing second = router.select(new int[] {1, 2, 3});
     assertEquals(0, first.matchedBlocks());
@@ -287,6 +290,9 @@ class RouterTest {
   @Test
   void cacheAffinitySpreadsNewPrefixesAndGathersTheirConcurrentRequests() {
     Router router = router(RouterPolicy.cacheAffinity(), A, B, C);
+    for (WorkerId id : List.of(A, B, C)) {
+      router.reportEventStream(id, EventStreamState.LIVE); // event mode: overlap only from KV events
+    }
     Map<WorkerId, Integer> homes = new HashMap<>();
     List<Routing> open = new ArrayList<>();
     for (int p = 0; p < 6; p++) {

@@ -109,7 +109,7 @@ public final class NetworkedGateway {
         servers.add(server);
         WorkerId id = WorkerId.of("sim-" + w);
         router.addWorker(Worker.of(id, server.baseUri()));
-        subscriber.addWorker(id.name(), server.kvEventsEndpoint(), server.kvEventsReplayEndpoint(), "kv-events", 1);
+        subscriber.addWorker(id, server.kvEventsEndpoint(), server.kvEventsReplayEndpoint(), "kv-events", 1);
         log.println("worker " + id + ": " + server.baseUri() + ", KV events " + server.kvEventsEndpoint());
       }
       subscriber.start();

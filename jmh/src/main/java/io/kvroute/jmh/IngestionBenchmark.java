@@ -2,7 +2,7 @@ package io.kvroute.jmh;
 
 import io.kvroute.KvEvent;
 import io.kvroute.KvEventSink;
-import io.kvroute.KvIndexer;
+import io.kvroute.KvIndex;
 import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
@@ -69,7 +69,7 @@ public class IngestionBenchmark {
   @Param({"1", "16", "128"})
   int blocksPerEvent;
 
-  KvIndexer indexer;
+  KvIndex indexer;
   KvEventSink sink;
   WorkerId[] senders;
   byte[][] payloads;

@@ -1,5 +1,6 @@
 package io.kvroute.jmh;
 
+import io.kvroute.EventStreamState;
 import io.kvroute.Router;
 import io.kvroute.Routing;
 import io.kvroute.Worker;
@@ -76,6 +77,8 @@ public class SelectBenchmark {
     List<WorkerId> ids = Workload.workers(workers);
     for (WorkerId id : ids) {
       router.addWorker(Worker.of(id));
+      // As an event subscriber would: every worker's stream is live, so workers without entries are known empty.
+      router.reportEventStream(id, EventStreamState.LIVE);
     }
     SplittableRandom random = new SplittableRandom(Workload.SEED);
     int[][] indexed = Workload.populate(router.eventSink(), ids, indexedBlocks, promptTokens / Workload.BLOCK_SIZE,

@@ -63,7 +63,7 @@ public final class EventSourceMetrics extends BoundMeters implements EventSource
 
   private final Ticker ticker;
   private final Map<WorkerId, Stream> streams = new ConcurrentHashMap<>();
-  private final Map<String, Counter> decodeErrors = new ConcurrentHashMap<>();
+  private final Map<WorkerId, Counter> decodeErrors = new ConcurrentHashMap<>();
 
   /** Meters with no common tags, ages by the system ticker. */
   public EventSourceMetrics() {
@@ -126,10 +126,10 @@ public final class EventSourceMetrics extends BoundMeters implements EventSource
   }
 
   @Override
-  public void onDecodeError(String workerName, String reason) {
-    Counter c = decodeErrors.get(workerName);
+  public void onDecodeError(WorkerId worker, String reason) {
+    Counter c = decodeErrors.get(worker);
     if (c == null) {
-      c = decodeErrors.computeIfAbsent(workerName, n -> Counter.builder(DECODE_ERRORS).tags(tags.and("worker", n))
+      c = decodeErrors.computeIfAbsent(worker, w -> Counter.builder(DECODE_ERRORS).tags(workerTags(w))
           .description("Malformed KV event messages dropped").register(meters));
     }
     c.increment();

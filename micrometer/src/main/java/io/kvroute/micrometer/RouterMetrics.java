@@ -1,5 +1,6 @@
 package io.kvroute.micrometer;
 
+import io.kvroute.HealthState;
 import io.kvroute.KvEvent;
 import io.kvroute.RouteRequest;
 import io.kvroute.Router;
@@ -15,7 +16,10 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -46,7 +50,10 @@ import org.jspecify.annotations.Nullable;
  *   <li>{@value #INDEX_EVICTIONS} (counter, entries), {@value #INDEX_ORPHAN_BLOCKS},
  *       {@value #INDEX_MISMATCHED_BLOCKS} and {@value #INDEX_UNKNOWN_REMOVALS} (counters, blocks; worker, rank),
  *       {@value #INDEX_INVALID_EVENTS} (counter; worker, rank), {@value #INDEX_UNKNOWN_WORKER_EVENTS} (counter).
+ *   <li>{@value #WORKER_HEALTH_CHANGES} (counter; worker, rank, state): health changes, by the state entered
+ *       ({@code healthy}, {@code suspect}, {@code ejected}, {@code draining}).
  *   <li>With {@link #monitor}: {@value #WORKERS} (gauge), {@value #ACTIVE_REQUESTS} (gauge; worker, rank),
+ *       {@value #WORKER_HEALTH} (gauge; worker, rank, state: 1 for the current state, 0 for the others),
  *       {@value #INDEX_ENTRIES}, {@value #INDEX_CAPACITY}, {@value #INDEX_MAX_ENTRIES} and {@value #INDEX_MEMORY}
  *       (gauges, the last in bytes), {@value #INDEX_WORKER_ENTRIES} (gauge; worker, rank).
  * </ul>
@@ -92,9 +99,14 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
   public static final String INDEX_INVALID_EVENTS = "kvroute.index.invalid.events";
   /** Events of workers the router does not know. */
   public static final String INDEX_UNKNOWN_WORKER_EVENTS = "kvroute.index.unknown.worker.events";
+  /** 1 for a worker's current health state, 0 for the others. */
+  public static final String WORKER_HEALTH = "kvroute.worker.health";
+  /** Changes of a worker's health, by the state entered. */
+  public static final String WORKER_HEALTH_CHANGES = "kvroute.worker.health.changes";
 
   private final Map<String, Map<WorkerId, RouteMeters>> byPolicy = new ConcurrentHashMap<>();
   private final Map<WorkerId, Counters> byWorker = new ConcurrentHashMap<>();
+  private final Map<WorkerId, Map<HealthState, Counter>> healthChanges = new ConcurrentHashMap<>();
   private final Map<WorkerId, List<Meter>> workerGauges = new ConcurrentHashMap<>();
   private final Counter unroutable;
   private final Counter bookingsExpired;
@@ -161,11 +173,17 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
   private void addWorkerGauges(Router router, WorkerId id) {
     workerGauges.computeIfAbsent(id, w -> {
       Tags t = workerTags(w);
-      return List.of(
-          Gauge.builder(ACTIVE_REQUESTS, router, r -> r.activeRequests(w)).tags(t)
-              .description("Requests booked on the worker and not yet closed").register(meters),
-          Gauge.builder(INDEX_WORKER_ENTRIES, router, r -> r.indexer().entriesOf(w)).tags(t).baseUnit("entries")
-              .description("Entries the KV index holds for the worker").register(meters));
+      List<Meter> gauges = new ArrayList<>();
+      gauges.add(Gauge.builder(ACTIVE_REQUESTS, router, r -> r.activeRequests(w)).tags(t)
+          .description("Requests booked on the worker and not yet closed").register(meters));
+      gauges.add(Gauge.builder(INDEX_WORKER_ENTRIES, router, r -> r.indexer().entriesOf(w)).tags(t)
+          .baseUnit("entries").description("Entries the KV index holds for the worker").register(meters));
+      for (HealthState state : HealthState.values()) {
+        gauges.add(Gauge.builder(WORKER_HEALTH, router, r -> r.health(w) == state ? 1 : 0)
+            .tags(t.and("state", state.name().toLowerCase(Locale.ROOT)))
+            .description("1 for the worker's current health state, 0 for the others").register(meters));
+      }
+      return List.copyOf(gauges);
     });
   }
 
@@ -242,6 +260,20 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
   @Override
   public void onEventForUnknownWorker(WorkerId worker, KvEvent event) {
     unknownWorkerEvents.increment(); // untagged: a stray publisher must not create meters
+  }
+
+  @Override
+  public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
+    Map<HealthState, Counter> changes = healthChanges.computeIfAbsent(worker, w -> {
+      Map<HealthState, Counter> m = new EnumMap<>(HealthState.class);
+      for (HealthState state : HealthState.values()) {
+        m.put(state, Counter.builder(WORKER_HEALTH_CHANGES).tags(workerTags(w)
+                .and("state", state.name().toLowerCase(Locale.ROOT)))
+            .description("Changes of the worker's health, by the state entered").register(meters));
+      }
+      return m;
+    });
+    changes.get(to).increment();
   }
 
   @Override

@@ -1,6 +1,7 @@
 /**
  * Micrometer binders for kvroute: {@link io.kvroute.micrometer.RouterMetrics} (routing decisions, predicted cached
  * tokens, time to first token and request duration, index size and evictions, worker load and health),
+ * {@link io.kvroute.micrometer.ForwardMetrics} (relayed responses by worker, status and outcome; forwarding failures),
  * {@link io.kvroute.micrometer.EventSourceMetrics} (KV event batches, gaps, replays, purges, the age of each worker's
  * last batch) and {@link io.kvroute.micrometer.ScrapeMetrics} (engine {@code /metrics} scrapes and the load they
  * reported).

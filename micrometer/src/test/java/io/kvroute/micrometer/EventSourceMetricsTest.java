@@ -3,14 +3,15 @@ package io.kvroute.micrometer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvroute.FakeTicker;
-import io.kvroute.Fixtures;
 import io.kvroute.KvEvent;
 import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventPublisher;
 import io.kvroute.events.zmq.KvEventSubscriber;
+import io.kvroute.testkit.Await;
+import io.kvroute.testkit.FakeTicker;
+import io.kvroute.testkit.Fixtures;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
@@ -38,7 +39,7 @@ class EventSourceMetricsTest {
     try (KvEventPublisher publisher = KvEventPublisher.newBuilder().build();
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(router.eventSink()).listener(metrics)
             .build()) {
-      subscriber.addWorker("engine", publisher.endpoint(), null, "", 1);
+      subscriber.addWorker(id, publisher.endpoint(), null, "", 1);
       subscriber.start();
       assertTrue(publisher.awaitSubscribers(1, Duration.ofSeconds(20)));
       int[] blocks = {3, 5, 2};

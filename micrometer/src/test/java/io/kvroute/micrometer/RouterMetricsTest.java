@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvroute.FakeTicker;
-import io.kvroute.Fixtures;
+import io.kvroute.FailureKind;
+import io.kvroute.HealthState;
 import io.kvroute.NoWorkerAvailableException;
 import io.kvroute.RouteRequest;
 import io.kvroute.Router;
@@ -14,6 +14,8 @@ import io.kvroute.RouterPolicy;
 import io.kvroute.Routing;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.testkit.FakeTicker;
+import io.kvroute.testkit.Fixtures;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -127,8 +129,8 @@ class RouterMetricsTest {
     router.select(Fixtures.prompt(9, 32)).close();
     assertEquals(1, registry.get(RouterMetrics.UNROUTABLE).counter().count(), 0.0);
     assertEquals(2, registry.get(RouterMetrics.BOOKINGS_EXPIRED).counter().count(), 0.0);
-    // An expired booking is closed at its age: two durations of 2 s, one of 0.
-    assertEquals(4.0, registry.get(RouterMetrics.DURATION).timer().totalTime(TimeUnit.SECONDS), 1e-9);
+    // Expired bookings are not durations: only the request closed is timed.
+    assertEquals(1, registry.get(RouterMetrics.DURATION).timer().count());
   }
 
   @Test
@@ -145,6 +147,29 @@ class RouterMetricsTest {
     assertEquals(160 - entries, registry.get(RouterMetrics.INDEX_EVICTIONS).counter().count(), 0.0);
     router.eventSink().apply(A, Fixtures.storedFor(Fixtures.prompt(200, 64), 32, 3)); // 2 blocks of 32 tokens
     assertEquals(2, count(RouterMetrics.INDEX_MISMATCHED_BLOCKS, A), 0.0);
+  }
+
+  @Test
+  void workerHealthFollowsFailuresAndDrains() {
+    Router router = Router.newBuilder().ticker(ticker).ejectAfterFailures(2).listener(metrics).build();
+    router.addWorker(Worker.of(A));
+    metrics.monitor(router).bindTo(registry);
+    assertEquals(1, health(A, "healthy"), 0.0);
+    assertEquals(0, health(A, "ejected"), 0.0);
+    router.reportFailure(A, FailureKind.CONNECT_FAILED);
+    router.reportFailure(A, FailureKind.CONNECT_FAILED);
+    assertEquals(router.health(A), HealthState.EJECTED);
+    assertEquals(1, health(A, "ejected"), 0.0);
+    assertEquals(0, health(A, "healthy") + health(A, "suspect") + health(A, "draining"), 0.0);
+    assertEquals(1, registry.get(RouterMetrics.WORKER_HEALTH_CHANGES).tags("worker", "a", "state", "ejected")
+        .counter().count(), 0.0);
+    double changes = registry.find(RouterMetrics.WORKER_HEALTH_CHANGES).counters().stream()
+        .mapToDouble(c -> c.count()).sum();
+    assertTrue(changes >= 1 && changes <= 2, "one change per transition: " + changes); // maybe via SUSPECT
+  }
+
+  private double health(WorkerId w, String state) {
+    return registry.get(RouterMetrics.WORKER_HEALTH).tags("worker", w.name(), "state", state).gauge().value();
   }
 
   @Test

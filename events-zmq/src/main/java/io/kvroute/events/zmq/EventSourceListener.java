@@ -1,5 +1,6 @@
 package io.kvroute.events.zmq;
 
+import io.kvroute.EventStreamState;
 import io.kvroute.WorkerId;
 
 /**
@@ -25,7 +26,24 @@ public interface EventSourceListener {
     /** The replay request failed or timed out. */
     REPLAY_FAILED,
     /** The worker was removed from the subscriber. */
-    REMOVED
+    REMOVED,
+    /**
+     * The connection was lost and renewed, and whether the engine is still the same one could not be checked (no
+     * replay endpoint, or replays cooling down after a failure): a restarted engine would look the same.
+     */
+    RECONNECTED,
+    /**
+     * A replay was to show that the engine is the one whose batches were applied, but none of them could be
+     * compared (for example right after a skipped batch).
+     */
+    UNVERIFIED,
+    /** The engine stayed disconnected longer than the stale and purge times together. */
+    DISCONNECTED,
+    /**
+     * A batch could never be received (for example over the message size limit) while the engine answered
+     * otherwise; it was skipped, and with it whatever it removed, so the entries applied before it were dropped.
+     */
+    BATCH_UNRECEIVABLE
   }
 
   /** A batch was applied to the sink. */
@@ -43,18 +61,35 @@ public interface EventSourceListener {
   /** A replay failed (timed out, could not be sent); the worker's entries are purged if it had any. */
   default void onReplayFailed(WorkerId worker, String reason) {}
 
-  /** The sequence went backwards from {@code lastSeq} to {@code seq}: the engine restarted. */
+  /**
+   * The engine restarted: the sequence went back from {@code lastSeq} to {@code seq}, or a replayed batch differed
+   * from the one applied under its number, or the engine's replay ended before the last applied batch.
+   */
   default void onRestart(WorkerId worker, long lastSeq, long seq) {}
 
   /** The worker's index entries were purged; it rebuilds from new events. */
   default void onPurged(WorkerId worker, PurgeReason reason) {}
 
-  /** A message of {@code workerName}'s stream was malformed (frames, sequence or payload) and was dropped. */
-  default void onDecodeError(String workerName, String reason) {}
+  /**
+   * A message of {@code worker}'s stream was malformed (frames, sequence or payload) and was dropped.
+   *
+   * @param worker the stream's worker (name and the socket's rank)
+   * @param reason what was wrong
+   */
+  default void onDecodeError(WorkerId worker, String reason) {}
 
   /**
-   * Events of a batch were not applied: unknown event types, malformed events, or events of KV cache groups that
-   * do not count toward prefix matches (sliding window, Mamba, …).
+   * A stream's health changed (see {@link KvEventSubscriber.Builder#reportTo} for how states are derived).
+   *
+   * @param worker the stream's worker and rank
+   * @param state the new state
+   */
+  default void onStreamState(WorkerId worker, EventStreamState state) {}
+
+  /**
+   * Events of a batch were not applied: unknown event types, malformed events, events of KV cache groups that do
+   * not count toward prefix matches (sliding window, Mamba, …), or events of a worker or rank the sink does not
+   * accept (see {@link KvEventSubscriber} on unregistered workers).
    */
   default void onEventsDropped(WorkerId worker, int events, String reason) {}
 }

@@ -1,5 +1,6 @@
 package io.kvroute.events.zmq;
 
+import io.kvroute.BlockHasher;
 import io.kvroute.KvEvent;
 import io.kvroute.KvEvent.AllBlocksCleared;
 import io.kvroute.KvEvent.BlockRemoved;
@@ -31,6 +32,12 @@ import org.jspecify.annotations.Nullable;
  *   <li>{@code medium} (mapped with {@link StorageTier#fromMedium}), {@code lora_name}, {@code group_idx},
  *       {@code kv_cache_spec_kind} and {@code extra_keys}: of the latter only 64-hex-character multimodal identifiers
  *       are kept, each as the unsigned 64-bit value of its first 16 hex digits (Dynamo's rule);
+ *   <li>the cache salt: vLLM's as the string in block 0's {@code extra_keys} tuple that is neither the LoRA name
+ *       (which comes first) nor a multimodal identifier; SGLang's as {@code metadata.cache_salt} (map events, or the
+ *       map in the 8th element of its array form) or a {@code cache_salt} key. For an event starting a sequence (no
+ *       parent) the salt's key ({@link io.kvroute.BlockHasher#cacheSaltKey}) joins block 0's extra keys, as the
+ *       engines fold it into that block's hash, so salted blocks match only requests with the same {@link
+ *       io.kvroute.RouteRequest.Builder#cacheSalt salt};
  *   <li>EAGLE bigram token ids (each token an array {@code [t, next]}) are reduced to their first elements, which are
  *       the block's own tokens; the look-ahead token is not needed for prefix matching.
  * </ul>
@@ -52,6 +59,8 @@ public final class KvEventCodec {
   private static final byte[] EXTRA_KEYS = ascii("extra_keys");
   private static final byte[] GROUP_IDX = ascii("group_idx");
   private static final byte[] KV_CACHE_SPEC_KIND = ascii("kv_cache_spec_kind");
+  private static final byte[] METADATA = ascii("metadata");
+  private static final byte[] CACHE_SALT = ascii("cache_salt");
   private static final byte[] TS = ascii("ts");
   private static final byte[] EVENTS = ascii("events");
   private static final byte[] DATA_PARALLEL_RANK = ascii("data_parallel_rank");
@@ -70,6 +79,7 @@ public final class KvEventCodec {
   private static final int KIND_CLEARED = 3;
 
   private static final int MAX_EXTRA_KEY_DEPTH = 4;
+  private static final int MAX_SALT_BYTES = 4096;
 
   private KvEventCodec() {}
 
@@ -290,6 +300,8 @@ public final class KvEventCodec {
     private @Nullable String medium;
     private @Nullable String loraName;
     private long @Nullable [][] extraKeys;
+    private @Nullable List<String> block0Strings; // non-identifier strings of block 0's extra keys (vLLM)
+    private @Nullable String cacheSalt; // SGLang's metadata.cache_salt
     private int groupIndex;
     private @Nullable String specKind;
 
@@ -409,6 +421,8 @@ public final class KvEventCodec {
       medium = null;
       loraName = null;
       extraKeys = null;
+      block0Strings = null;
+      cacheSalt = null;
       groupIndex = -1;
       specKind = null;
       int type = r.peekType();
@@ -453,6 +467,10 @@ public final class KvEventCodec {
           groupIndex = optionalGroup();
         } else if (keyIs(keyStart, len, KV_CACHE_SPEC_KIND)) {
           specKind = optionalString();
+        } else if (keyIs(keyStart, len, METADATA)) {
+          metadata();
+        } else if (keyIs(keyStart, len, CACHE_SALT)) {
+          cacheSalt = optionalString();
         } else {
           r.skipValue();
         }
@@ -499,7 +517,11 @@ public final class KvEventCodec {
           i++;
         }
         if (i < n) { // lora_name; SGLang's metadata map sits here in its 8-element form
-          loraName = optionalString();
+          if (r.peekType() == MsgpackReader.MAP) {
+            metadata();
+          } else {
+            loraName = optionalString();
+          }
           i++;
         }
         if (i < n) {
@@ -559,8 +581,13 @@ public final class KvEventCodec {
           if (hashes == null || tokens == null || blockSize < 0) {
             throw MsgpackReader.error("a BlockStored event needs block_hashes, token_ids and block_size");
           }
+          String salt = salt();
+          long[][] keys = extraKeys;
+          if (salt != null && parent == null && hashes.length > 0) {
+            keys = BlockHasher.withCacheSalt(keys, salt);
+          }
           return new BlockStored(hashes, parent, tokens, blockSize, loraName, StorageTier.fromMedium(medium),
-              specKind, extraKeys);
+              specKind, keys);
         case KIND_REMOVED:
           if (hashes == null) {
             throw MsgpackReader.error("a BlockRemoved event needs block_hashes");
@@ -663,13 +690,81 @@ public final class KvEventCodec {
           continue;
         }
         int[] count = {0};
-        scratch = collect(scratch, count, 0);
+        if (i == 0 && r.peekType() == MsgpackReader.ARRAY) {
+          scratch = collectBlock0(scratch, count);
+        } else {
+          scratch = collect(scratch, count, 0);
+        }
         if (count[0] > 0) {
           out[i] = Arrays.copyOf(scratch, count[0]);
           any = true;
         }
       }
       return any ? out : null;
+    }
+
+    /** Like {@link #collect} for block 0's tuple, also keeping its other top-level strings (LoRA name, salt). */
+    private long[] collectBlock0(long[] into, int[] count) {
+      int n = r.readArrayHeader();
+      for (int i = 0; i < n; i++) {
+        if (r.peekType() == MsgpackReader.STRING) {
+          int start = r.position();
+          int len = r.readStringHeader();
+          int at = r.position();
+          boolean identifier = len == 64 && isHex(at, 64);
+          r.position(start);
+          if (!identifier && len <= MAX_SALT_BYTES) {
+            if (block0Strings == null) {
+              block0Strings = new ArrayList<>(2);
+            }
+            block0Strings.add(r.readString());
+            continue;
+          }
+        }
+        into = collect(into, count, 1);
+      }
+      return into;
+    }
+
+    /** SGLang's {@code metadata} map: its {@code cache_salt}. */
+    private void metadata() {
+      if (r.peekType() != MsgpackReader.MAP) {
+        r.skipValue();
+        return;
+      }
+      int n = r.readMapHeader();
+      for (int i = 0; i < n; i++) {
+        if (r.peekType() != MsgpackReader.STRING) {
+          r.skipValue();
+          r.skipValue();
+          continue;
+        }
+        int len = r.readStringHeader();
+        int keyStart = r.position();
+        r.skipBytes(len);
+        if (keyIs(keyStart, len, CACHE_SALT)) {
+          cacheSalt = optionalString();
+        } else {
+          r.skipValue();
+        }
+      }
+    }
+
+    /**
+     * The event's cache salt: SGLang's explicit one, else vLLM's, which is the last string of block 0's extra keys
+     * once the LoRA name (first, when the request has an adapter) is set aside.
+     */
+    private @Nullable String salt() {
+      if (cacheSalt != null && !cacheSalt.isEmpty()) {
+        return cacheSalt;
+      }
+      List<String> strings = block0Strings;
+      if (strings == null) {
+        return null;
+      }
+      int from = loraName != null && !strings.isEmpty() && strings.get(0).equals(loraName) ? 1 : 0;
+      String salt = strings.size() > from ? strings.get(strings.size() - 1) : null;
+      return salt == null || salt.isEmpty() ? null : salt;
     }
 
     /** Collects 64-hex-character identifiers from one value, descending into arrays up to a fixed depth. */

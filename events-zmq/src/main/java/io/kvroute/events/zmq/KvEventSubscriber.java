@@ -5,28 +5,29 @@ import static java.lang.System.Logger.Level.ERROR;
 import static java.lang.System.Logger.Level.INFO;
 import static java.lang.System.Logger.Level.WARNING;
 
-import io.kvroute.KvEvent;
-import io.kvroute.KvEvent.BlockRemoved;
-import io.kvroute.KvEvent.BlockStored;
+import io.kvroute.EventStreamState;
 import io.kvroute.KvEventSink;
+import io.kvroute.Router;
+import io.kvroute.RouterListener;
+import io.kvroute.Ticker;
+import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.WorkerRegistry;
 import io.kvroute.events.zmq.EventSourceListener.PurgeReason;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.BitSet;
-import java.util.Collections;
-import java.util.Comparator;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 import org.zeromq.SocketType;
@@ -45,42 +46,45 @@ import org.zeromq.ZMonitor;
  * within one poll interval (100 ms). {@link #close()} sets a stop flag and waits; it never interrupts the thread,
  * since JeroMQ is not interrupt-safe.
  *
- * <p><b>Streams.</b> Each worker has one SUB socket per data-parallel rank, connected to the worker's endpoint with
- * its port offset by the rank. Messages are {@code [topic, seq, payload]}; anything else is counted as a decode error
- * and dropped. Events are reported under the worker name and the rank the batch names (the socket's rank when the
- * batch has none). ZeroMQ reconnects on its own (100 ms, backing off to 5 s; heartbeats detect dead peers), and a
- * SUB socket that reports a disconnection is replaced by a fresh one (see {@link Builder#handshakeTimeout} for why).
+ * <p><b>Workers.</b> Either add sources by hand ({@link #addWorker(EventSourceConfig)}), or let the subscriber
+ * {@linkplain Builder#follow follow a router's registry}: every registered {@link Worker} with a {@value
+ * #EVENTS_ENDPOINT} endpoint is subscribed, with its {@value #REPLAY_ENDPOINT} endpoint for replays and the labels
+ * {@value #TOPIC_LABEL}, {@value #SERVER_KEY_LABEL} and {@value #BIND_LABEL}; removing it from the registry
+ * unsubscribes it. So a worker is registered once.
  *
- * <p><b>Sequence cursor.</b> Per stream the subscriber tracks the last applied sequence number:
+ * <p><b>Streams.</b> Each source has one SUB socket per data-parallel rank (port offset by the rank). Messages are
+ * {@code [topic, seq, payload]}; anything else is counted as a decode error and dropped. Each stream's recovery
+ * (gaps, replays, duplicates, restarts, staleness) is decided by a {@code StreamCursor}; the README's table lists
+ * what each fault leaves in the index. A SUB socket that reports a disconnection is replaced by a fresh one (see
+ * {@link Builder#handshakeTimeout} for why).
  *
- * <ul>
- *   <li>the next number: the batch is applied;
- *   <li>a jump ahead (a <em>gap</em>): with a replay endpoint, a replay from the first missing number is requested
- *       over a DEALER socket; live batches arriving meanwhile are buffered (up to {@link
- *       Builder#maxBufferedBatches}) and applied after the replay in sequence order, duplicates discarded. Without a
- *       replay endpoint, or when the replay fails, times out, or starts later than asked (the engine's ring buffer,
- *       10,000 batches in vLLM, no longer holds the lost batches), the worker's entries are purged with {@link
- *       KvEventSink#resetWorker} and the worker rebuilds from new events: stale blocks are worse than missing ones.
- *       After a failed replay the subscriber waits {@link Builder#replayCooldown} before trying that worker again;
- *   <li>a number at or below the last one: the engine restarted (vLLM's sequence starts at 0 per process); its
- *       entries are purged;
- *   <li>the first batch of a stream, numbered above 0, with a replay endpoint: a replay from 0 recovers what the
- *       engine cached before the subscriber connected (as far as its ring buffer reaches).
- * </ul>
- *
- * <p><b>Cache groups.</b> Stored blocks of KV cache groups that do not count toward prefix matches (sliding window,
- * Mamba, …; see {@link BlockStored#countsTowardPrefix()}) are dropped, and so are removals naming such a group.
+ * <p><b>Unregistered workers.</b> Events of a worker or rank the sink does not {@linkplain KvEventSink#accepts
+ * accept} (for example published before {@code router.addWorker}) are held for {@link Builder#unacceptedHold} and
+ * applied once it is accepted; after that they are dropped, reported through {@link
+ * EventSourceListener#onEventsDropped} and a warning, and counted as dropped, and the stream replays from the
+ * engine's start as soon as the worker is accepted. A batch naming a rank its source does not have is dropped at
+ * once.
  *
  * <p><b>Bad input</b> (malformed msgpack, wrong types, wrong frame counts, huge declared lengths) is counted, reported
  * through {@link EventSourceListener#onDecodeError} and dropped; ZeroMQ's maximum message size bounds what a peer can
- * make the subscriber buffer. No exception from the sink, the listener or a payload stops the I/O thread.
+ * make the subscriber buffer, and replay buffers are bounded in batches and bytes. No exception from the sink, the
+ * listener or a payload stops the I/O thread.
  */
 public final class KvEventSubscriber implements AutoCloseable {
+  /** The {@link Worker} endpoint naming an engine's KV event publisher, for example {@code tcp://10.0.0.5:5557}. */
+  public static final String EVENTS_ENDPOINT = "kv-events";
+  /** The {@link Worker} endpoint naming an engine's replay socket, for example {@code tcp://10.0.0.5:5558}. */
+  public static final String REPLAY_ENDPOINT = "kv-replay";
+  /** The {@link Worker} label holding the topic to subscribe to (default empty: all). */
+  public static final String TOPIC_LABEL = "kv-events.topic";
+  /** The {@link Worker} label holding the engine's CURVE public key (Z85). */
+  public static final String SERVER_KEY_LABEL = "kv-events.curve-server-key";
+  /** The {@link Worker} label {@code true} when the subscriber binds the events endpoint and the engine connects. */
+  public static final String BIND_LABEL = "kv-events.bind";
+
   private static final System.Logger logger = System.getLogger(KvEventSubscriber.class.getName());
-  private static final long NONE = -1;
   private static final int POLL_MILLIS = 100;
   private static final int MAX_MESSAGES_PER_POLL = 1_000;
-  private static final int MAX_REPLAY_ATTEMPTS = 2;
   private static final byte LIVE = 0;
   private static final byte REPLAY = 1;
   private static final byte MONITOR = 2;
@@ -88,66 +92,85 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   private final KvEventSink sink;
   private final EventSourceListener listener;
-  private final long replayTimeoutNanos;
-  private final long replayCooldownNanos;
-  private final int maxBufferedBatches;
+  private final StreamCursor.Settings cursorSettings;
   private final long maxMessageSize;
   private final int handshakeMillis;
+  private final long unacceptedHoldNanos;
+  private final long silentAfterNanos;
+  private final @Nullable Router reportTo;
   private final @Nullable CurveKeyPair clientKeys;
+  private final @Nullable CurveKeyPair serverKeys;
+  private final Ticker ticker;
   private final ZContext context;
+  private final @Nullable ZapAllowList allowList;
   private final Thread thread;
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
-  private final Map<String, Counters> counters = new ConcurrentHashMap<>();
+  private final Map<WorkerId, Source> sources = new ConcurrentHashMap<>();
   private final Object lifecycle = new Object();
   private volatile boolean started;
   private volatile boolean stopping;
   private boolean closed; // guarded by lifecycle
 
   // Owned by the I/O thread.
-  private final Map<String, Worker> workers = new LinkedHashMap<>();
   private boolean pollerDirty = true;
   private ZMQ.@Nullable Poller poller;
   private Stream[] polledStreams = new Stream[0];
   private byte[] polledKinds = new byte[0];
+  private @Nullable CurveKeyPair ephemeral;
 
   private KvEventSubscriber(Builder b) {
     this.sink = Objects.requireNonNull(b.sink, "sink");
     this.listener = b.listener;
-    this.replayTimeoutNanos = b.replayTimeout.toNanos();
-    this.replayCooldownNanos = b.replayCooldown.toNanos();
-    this.maxBufferedBatches = b.maxBufferedBatches;
+    this.cursorSettings = new StreamCursor.Settings(true, b.replayTimeout.toNanos(), b.replayCooldown.toNanos(),
+        b.maxBufferedBatches, b.maxBufferedBytes, b.staleAfter.toNanos(), b.purgeAfter.toNanos());
     this.maxMessageSize = b.maxMessageSize;
     this.handshakeMillis = (int) b.handshakeTimeout.toMillis();
+    this.unacceptedHoldNanos = b.unacceptedHold.toNanos();
+    this.silentAfterNanos = b.silentAfter.toNanos();
+    this.reportTo = b.reportTo;
     this.clientKeys = b.clientKeys;
+    this.serverKeys = b.serverKeys;
+    this.ticker = b.ticker;
     this.context = new ZContext(1);
     this.context.setLinger(0);
+    this.allowList = b.allowedClients == null ? null : new ZapAllowList(context, b.allowedClients, "subscriber");
     this.thread = new Thread(this::run, "kvroute-zmq-subscriber");
     this.thread.setDaemon(true);
   }
 
-  /** A builder; {@link Builder#sink} is required. */
+  /**
+   * A builder; {@link Builder#sink} is required.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
 
   /**
-   * Subscribes to a worker's events: one rank, the given topic and replay endpoint.
+   * Subscribes to a worker's events: the given ranks, topic and replay endpoint.
    *
+   * @param worker the worker (name and first rank) events are reported under
+   * @param endpoint the engine's PUB endpoint for the first rank
+   * @param replayEndpoint the engine's replay endpoint for the first rank, or null
+   * @param topic the topic prefix, empty for all
+   * @param dataParallelRanks how many ranks the engine runs
    * @throws NullPointerException if a required argument is null
-   * @throws IllegalArgumentException if an argument is invalid (see {@link EventSourceConfig}) or a worker of that
-   *     name is already added
+   * @throws IllegalArgumentException if an argument is invalid (see {@link EventSourceConfig}) or the worker is
+   *     already added
    * @throws IllegalStateException if the subscriber is closed
    */
-  public void addWorker(String workerName, String endpoint, @Nullable String replayEndpoint, String topic,
+  public void addWorker(WorkerId worker, String endpoint, @Nullable String replayEndpoint, String topic,
       int dataParallelRanks) {
-    addWorker(new EventSourceConfig(workerName, endpoint, replayEndpoint, topic, dataParallelRanks, null));
+    addWorker(new EventSourceConfig(worker, endpoint, replayEndpoint, topic, dataParallelRanks, null, false));
   }
 
   /**
    * Subscribes to a worker's events.
    *
+   * @param source where the worker publishes
    * @throws NullPointerException if {@code source} is null
-   * @throws IllegalArgumentException if a worker of that name is already added
+   * @throws IllegalArgumentException if a worker with that id is already added
    * @throws IllegalStateException if the subscriber is closed
    */
   public void addWorker(EventSourceConfig source) {
@@ -156,49 +179,84 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (closed) {
         throw new IllegalStateException("subscriber is closed");
       }
-      if (counters.putIfAbsent(source.workerName(), new Counters()) != null) {
-        throw new IllegalArgumentException("worker " + source.workerName() + " is already added");
+      Source s = new Source(source);
+      if (sources.putIfAbsent(source.worker(), s) != null) {
+        throw new IllegalArgumentException("worker " + source.worker() + " is already added");
       }
-      commands.add(() -> openWorker(source));
+      commands.add(() -> openSource(s));
     }
     LockSupport.unpark(thread);
   }
 
   /**
-   * Unsubscribes from a worker and purges its entries from the sink; returns whether it was added.
+   * Unsubscribes from a worker and purges its entries from the sink.
    *
-   * @throws NullPointerException if {@code workerName} is null
+   * @param worker the worker id the source was added under
+   * @return whether it was added
+   * @throws NullPointerException if {@code worker} is null
    */
-  public boolean removeWorker(String workerName) {
-    Objects.requireNonNull(workerName, "workerName");
+  public boolean removeWorker(WorkerId worker) {
+    Objects.requireNonNull(worker, "worker");
     synchronized (lifecycle) {
-      if (closed || counters.remove(workerName) == null) {
+      Source s = closed ? null : sources.remove(worker);
+      if (s == null) {
         return false;
       }
-      commands.add(() -> closeWorker(workerName, true));
+      commands.add(() -> closeSource(s, true));
     }
     LockSupport.unpark(thread);
     return true;
   }
 
-  /** The names of the workers added and not removed. */
-  public List<String> workers() {
-    List<String> names = new ArrayList<>(counters.keySet());
-    Collections.sort(names);
-    return names;
+  /**
+   * The workers added and not removed.
+   *
+   * @return their ids, sorted
+   */
+  public List<WorkerId> workers() {
+    List<WorkerId> ids = new ArrayList<>(sources.keySet());
+    ids.sort(null);
+    return ids;
   }
 
-  /** The counters of one worker, if it is added. */
-  public Optional<EventSourceStats> stats(String workerName) {
-    Counters c = counters.get(Objects.requireNonNull(workerName, "workerName"));
-    return c == null ? Optional.empty() : Optional.of(c.snapshot());
+  /**
+   * The counters of one worker, if it is added.
+   *
+   * @param worker the worker id the source was added under
+   * @return its counters, all ranks together
+   */
+  public Optional<EventSourceStats> stats(WorkerId worker) {
+    Source s = sources.get(Objects.requireNonNull(worker, "worker"));
+    return s == null ? Optional.empty() : Optional.of(s.snapshot());
   }
 
-  /** The counters of every worker, by name. */
-  public Map<String, EventSourceStats> stats() {
-    Map<String, EventSourceStats> out = new LinkedHashMap<>();
-    for (String name : workers()) {
-      stats(name).ifPresent(s -> out.put(name, s));
+  /**
+   * The counters of every worker.
+   *
+   * @return counters by worker id, sorted
+   */
+  public Map<WorkerId, EventSourceStats> stats() {
+    Map<WorkerId, EventSourceStats> out = new LinkedHashMap<>();
+    for (WorkerId id : workers()) {
+      stats(id).ifPresent(s -> out.put(id, s));
+    }
+    return out;
+  }
+
+  /**
+   * The state of every stream (one per worker and rank) that is open, for health checks.
+   *
+   * @return one snapshot per stream, sorted by worker id
+   */
+  public List<StreamHealth> health() {
+    List<StreamHealth> out = new ArrayList<>();
+    for (WorkerId id : workers()) {
+      Source s = sources.get(id);
+      if (s != null) {
+        for (Stream stream : s.streams) {
+          out.add(stream.health());
+        }
+      }
     }
     return out;
   }
@@ -244,7 +302,74 @@ public final class KvEventSubscriber implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     } else {
+      if (allowList != null) {
+        allowList.close();
+      }
       context.close();
+    }
+  }
+
+  // ---------------------------------------------------------------- registry
+
+  /** The source a registered worker describes, or null when it has no events endpoint. */
+  static @Nullable EventSourceConfig sourceOf(Worker worker) {
+    URI events = worker.endpoint(EVENTS_ENDPOINT);
+    if (events == null) {
+      return null;
+    }
+    URI replay = worker.endpoint(REPLAY_ENDPOINT);
+    Map<String, String> labels = worker.labels();
+    return new EventSourceConfig(worker.id(), events.toString(), replay == null ? null : replay.toString(),
+        labels.getOrDefault(TOPIC_LABEL, ""), 1, labels.get(SERVER_KEY_LABEL),
+        Boolean.parseBoolean(labels.getOrDefault(BIND_LABEL, "false")));
+  }
+
+  private void follow(WorkerRegistry registry) {
+    registry.addListener(new RouterListener() {
+      @Override
+      public void onWorkerAdded(Worker worker) {
+        followAdded(worker);
+      }
+
+      @Override
+      public void onWorkerRemoved(Worker worker) {
+        removeWorker(worker.id());
+      }
+
+      @Override
+      public void onWorkerUpdated(Worker worker) {
+        EventSourceConfig next = safeSourceOf(worker);
+        Source current = sources.get(worker.id());
+        EventSourceConfig now = current == null ? null : current.config;
+        if (!Objects.equals(next, now)) {
+          removeWorker(worker.id());
+          followAdded(worker);
+        }
+      }
+    });
+    for (Worker worker : registry.snapshot()) {
+      followAdded(worker);
+    }
+  }
+
+  private void followAdded(Worker worker) {
+    EventSourceConfig source = safeSourceOf(worker);
+    if (source == null) {
+      return;
+    }
+    try {
+      addWorker(source);
+    } catch (IllegalArgumentException | IllegalStateException e) {
+      logger.log(WARNING, "not subscribing to " + worker.id() + ": " + e.getMessage());
+    }
+  }
+
+  private static @Nullable EventSourceConfig safeSourceOf(Worker worker) {
+    try {
+      return sourceOf(worker);
+    } catch (RuntimeException e) {
+      logger.log(WARNING, "worker " + worker.id() + " has an invalid KV events endpoint or label: " + e.getMessage());
+      return null;
     }
   }
 
@@ -259,7 +384,7 @@ public final class KvEventSubscriber implements AutoCloseable {
             rebuildPoller();
           }
           pollOnce();
-          checkReplayDeadlines();
+          tickAll();
         } catch (Throwable t) {
           if (stopping) {
             break;
@@ -269,11 +394,15 @@ public final class KvEventSubscriber implements AutoCloseable {
         }
       }
     } finally {
-      for (String name : new ArrayList<>(workers.keySet())) {
-        closeWorker(name, false);
+      runCommands(); // removals still queued close their sockets (and purge)
+      for (Source source : sources.values()) {
+        closeSource(source, false);
       }
       if (poller != null) {
         poller.close();
+      }
+      if (allowList != null) {
+        allowList.close();
       }
       context.close();
     }
@@ -290,6 +419,21 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
   }
 
+  private void tickAll() {
+    for (Source source : sources.values()) {
+      if (!source.open) {
+        continue;
+      }
+      for (Stream s : source.streams) {
+        guarded(s, () -> {
+          s.cursor.tick();
+          s.applier.tick();
+          s.reportState();
+        });
+      }
+    }
+  }
+
   private void rebuildPoller() {
     if (poller != null) {
       poller.close();
@@ -298,8 +442,11 @@ public final class KvEventSubscriber implements AutoCloseable {
     List<Stream> streams = new ArrayList<>();
     List<Byte> kinds = new ArrayList<>();
     List<ZMQ.Socket> sockets = new ArrayList<>();
-    for (Worker w : workers.values()) {
-      for (Stream s : w.streams) {
+    for (Source source : sources.values()) {
+      if (!source.open) {
+        continue;
+      }
+      for (Stream s : source.streams) {
         if (s.sub != null) {
           streams.add(s);
           kinds.add(LIVE);
@@ -380,8 +527,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       action.run();
     } catch (Throwable t) {
       logger.log(WARNING, "failed to process a message of " + s.id, t);
-      s.worker.counters.decodeErrors.incrementAndGet();
-      safeListener(() -> listener.onDecodeError(s.worker.config.workerName(), "processing failed: " + t));
+      s.applier.decodeError("processing failed: " + t);
     }
   }
 
@@ -407,43 +553,65 @@ public final class KvEventSubscriber implements AutoCloseable {
     return frames;
   }
 
-  private void openWorker(EventSourceConfig config) {
-    Counters c = counters.get(config.workerName());
-    if (c == null || workers.containsKey(config.workerName())) {
-      return; // removed before it was opened, or (impossible) opened twice
+  // ---------------------------------------------------------------- sockets
+
+  private void openSource(Source source) {
+    if (sources.get(source.config.worker()) != source) {
+      return; // removed before it was opened
     }
-    Worker w = new Worker(config, c);
-    for (int rank = 0; rank < config.dataParallelRanks(); rank++) {
-      Stream s = new Stream(w, rank, config.endpointOf(rank), config.replayEndpointOf(rank));
-      w.streams.add(s);
+    source.open = true;
+    for (Stream s : source.streams) {
       openSub(s);
     }
-    workers.put(config.workerName(), w);
     pollerDirty = true;
-    logger.log(DEBUG, "subscribed to " + config);
+    logger.log(DEBUG, "subscribed to " + source.config);
+  }
+
+  private void closeSource(Source source, boolean purge) {
+    if (!source.open) {
+      return;
+    }
+    source.open = false;
+    for (Stream s : source.streams) {
+      closeStream(s, purge);
+    }
+    pollerDirty = true;
+  }
+
+  private void closeStream(Stream s, boolean purge) {
+    s.closed = true;
+    closeDealer(s);
+    closeSub(s);
+    if (purge) {
+      s.applier.purge(PurgeReason.REMOVED);
+    }
   }
 
   /**
-   * Opens a stream's SUB socket with a monitor of its disconnections. A disconnected SUB is replaced by a new
-   * socket rather than left to reconnect: with JeroMQ 0.6.0, a connection whose handshake stalled (see {@link
+   * Opens a stream's SUB socket with a monitor of its connections. A disconnected SUB is replaced by a new socket
+   * rather than left to reconnect: with JeroMQ 0.6.0, a connection whose handshake stalled (see {@link
    * Builder#handshakeTimeout}) sometimes reconnects without resending its subscription, and then never receives
    * anything. Batches lost meanwhile show up as a sequence gap.
    */
   private void openSub(Stream s) {
-    EventSourceConfig config = s.worker.config;
+    EventSourceConfig config = s.source.config;
     ZMQ.Socket sub = null;
     ZMQ.Socket monitor = null;
     try {
       sub = context.createSocket(SocketType.SUB);
-      configure(sub, config);
+      configure(sub, config, config.bind());
       sub.setRcvHWM(100_000);
       sub.subscribe(config.topic().getBytes(StandardCharsets.UTF_8));
       String address = "inproc://kvroute-subscriber-monitor-" + MONITORS.incrementAndGet();
-      sub.monitor(address, ZMQ.EVENT_DISCONNECTED);
+      sub.monitor(address, ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_CONNECTED | ZMQ.EVENT_ACCEPTED);
       monitor = context.createSocket(SocketType.PAIR);
       monitor.setLinger(0);
       monitor.connect(address);
-      sub.connect(s.endpoint);
+      if (config.bind()) {
+        sub.bind(Endpoints.bindable(s.endpoint));
+      } else {
+        sub.connect(s.endpoint);
+      }
       s.sub = sub;
       s.monitor = monitor;
     } catch (RuntimeException e) {
@@ -473,23 +641,36 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   private void onMonitorEvents(Stream s) {
     boolean disconnected = false;
+    boolean connected = false;
     ZMQ.Socket monitor = s.monitor;
     for (int i = 0; i < 64 && monitor != null; i++) {
       ZEvent event = ZEvent.recv(monitor, ZMQ.DONTWAIT);
       if (event == null) {
         break;
       }
-      disconnected |= event.getEvent() == ZMonitor.Event.DISCONNECTED;
+      ZMonitor.Event e = event.getEvent();
+      if (e == ZMonitor.Event.DISCONNECTED) {
+        disconnected = true;
+        connected = false;
+      } else if (e == ZMonitor.Event.CONNECTED || e == ZMonitor.Event.ACCEPTED) {
+        connected = true;
+      }
     }
     if (disconnected && !s.closed) {
-      s.worker.counters.reconnects.incrementAndGet();
-      logger.log(DEBUG, () -> s.id + " disconnected from " + s.endpoint + "; resubscribing with a new socket");
-      closeSub(s);
-      openSub(s);
+      s.source.counters.reconnects.incrementAndGet();
+      s.cursor.onDisconnected();
+      if (!s.source.config.bind()) {
+        logger.log(DEBUG, () -> s.id + " disconnected from " + s.endpoint + "; resubscribing with a new socket");
+        closeSub(s);
+        openSub(s);
+      }
+    }
+    if (connected && !s.closed) {
+      s.cursor.onConnected();
     }
   }
 
-  private void configure(ZMQ.Socket socket, EventSourceConfig config) {
+  private void configure(ZMQ.Socket socket, EventSourceConfig config, boolean server) {
     socket.setLinger(0);
     socket.setReconnectIVL(100);
     socket.setReconnectIVLMax(5_000);
@@ -502,15 +683,19 @@ public final class KvEventSubscriber implements AutoCloseable {
     // a selection-key race on the connecting side, a few percent of connections, more under CPU load). The
     // handshake timer is what recovers it, by reconnecting: keep it short.
     socket.setHandshakeIvl(handshakeMillis);
-    if (config.serverPublicKey() != null) {
+    if (server) {
+      if (serverKeys != null) {
+        socket.setCurveServer(true);
+        socket.setCurvePublicKey(ZMQ.Curve.z85Decode(serverKeys.publicKey()));
+        socket.setCurveSecretKey(ZMQ.Curve.z85Decode(serverKeys.secretKey()));
+      }
+    } else if (config.serverPublicKey() != null) {
       CurveKeyPair keys = clientKeys != null ? clientKeys : ephemeralKeys();
       socket.setCurveServerKey(ZMQ.Curve.z85Decode(config.serverPublicKey()));
       socket.setCurvePublicKey(ZMQ.Curve.z85Decode(keys.publicKey()));
       socket.setCurveSecretKey(ZMQ.Curve.z85Decode(keys.secretKey()));
     }
   }
-
-  private @Nullable CurveKeyPair ephemeral;
 
   private CurveKeyPair ephemeralKeys() {
     if (ephemeral == null) {
@@ -519,224 +704,47 @@ public final class KvEventSubscriber implements AutoCloseable {
     return ephemeral;
   }
 
-  private void closeWorker(String name, boolean purge) {
-    Worker w = workers.remove(name);
-    if (w == null) {
-      return;
-    }
-    for (Stream s : w.streams) {
-      s.closed = true;
-      closeDealer(s);
-      closeSub(s);
-      if (purge) {
-        purge(s, PurgeReason.REMOVED);
-      }
-    }
+  private void openDealer(Stream s) {
+    String endpoint = Objects.requireNonNull(s.replayEndpoint);
+    ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
+    configure(dealer, s.source.config, false);
+    dealer.setSndHWM(16);
+    dealer.setRcvHWM(0);
+    dealer.connect(endpoint);
+    s.dealer = dealer;
     pollerDirty = true;
   }
 
-  // ---------------------------------------------------------------- live stream
+  private void closeDealer(Stream s) {
+    if (s.dealer != null) {
+      s.dealer.close();
+      s.dealer = null;
+      pollerDirty = true;
+    }
+  }
+
+  // ---------------------------------------------------------------- messages
 
   private void onLiveMessage(Stream s, List<byte[]> frames) {
     if (frames.size() != 3) {
-      decodeError(s, "expected 3 frames [topic, seq, payload] but got " + (frames.size() > 6 ? "more than 6"
-          : frames.size()));
+      s.applier.decodeError("expected 3 frames [topic, seq, payload] but got "
+          + (frames.size() > 6 ? "more than 6" : frames.size()));
       return;
     }
     byte[] seqFrame = frames.get(1);
     if (seqFrame.length != 8) {
-      decodeError(s, "sequence frame has " + seqFrame.length + " bytes, not 8");
+      s.applier.decodeError("sequence frame has " + seqFrame.length + " bytes, not 8");
       return;
     }
     long seq = KvEventPublisher.readSeq(seqFrame);
     if (seq < 0) {
-      decodeError(s, "sequence number " + Long.toUnsignedString(seq) + " out of range");
+      s.applier.decodeError("sequence number " + Long.toUnsignedString(seq) + " out of range");
       return;
     }
-    onLive(s, seq, frames.get(2));
-  }
-
-  private void onLive(Stream s, long seq, byte[] payload) {
-    if (s.replayFrom != NONE) {
-      if (s.buffered.size() < maxBufferedBatches) {
-        s.buffered.add(new Pending(seq, payload));
-      } // else: dropped; the next live batch after the replay shows the gap and recovers it
-      return;
-    }
-    if (s.lastSeq == NONE) {
-      if (seq > 0 && canReplay(s)) {
-        s.buffered.add(new Pending(seq, payload));
-        startReplay(s, 0);
-        return;
-      }
-      apply(s, seq, payload, false);
-      return;
-    }
-    long expected = s.lastSeq + 1;
-    if (seq == expected) {
-      apply(s, seq, payload, false);
-    } else if (seq > expected) {
-      s.worker.counters.gaps.incrementAndGet();
-      safeListener(() -> listener.onGap(s.id, expected, seq));
-      if (canReplay(s)) {
-        s.buffered.add(new Pending(seq, payload));
-        startReplay(s, expected);
-      } else {
-        purge(s, PurgeReason.GAP_NOT_RECOVERABLE);
-        apply(s, seq, payload, false);
-      }
-    } else {
-      long last = s.lastSeq;
-      s.worker.counters.restarts.incrementAndGet();
-      safeListener(() -> listener.onRestart(s.id, last, seq));
-      logger.log(INFO, s.id + " restarted (sequence " + last + " -> " + seq + "); purging its entries");
-      purge(s, PurgeReason.RESTART);
-      s.lastSeq = NONE;
-      s.clearGroups();
-      onLive(s, seq, payload);
-    }
-  }
-
-  private boolean canReplay(Stream s) {
-    return s.replayEndpoint != null && !s.failing && System.nanoTime() - s.replayCooldownUntil >= 0;
-  }
-
-  private void apply(Stream s, long seq, byte[] payload, boolean replayed) {
-    s.lastSeq = seq;
-    DecodedBatch batch;
-    try {
-      batch = KvEventCodec.decode(payload);
-    } catch (KvEventFormatException e) {
-      decodeError(s, "batch " + seq + ": " + e.getMessage());
-      return;
-    }
-    int rank = batch.dataParallelRank() == null ? s.rank : batch.dataParallelRank();
-    WorkerId worker = rank == s.rank ? s.id : s.id.withRank(rank);
-    s.ranksSeen.set(rank);
-    List<KvEvent> events = batch.events();
-    List<KvEvent> applied = events;
-    boolean[] keep = null;
-    int filtered = 0;
-    for (int i = 0; i < events.size(); i++) {
-      if (!s.admit(events.get(i), batch.groupIndex(i))) {
-        if (keep == null) {
-          keep = new boolean[events.size()];
-          Arrays.fill(keep, true);
-        }
-        keep[i] = false;
-        filtered++;
-      }
-    }
-    if (keep != null) {
-      applied = new ArrayList<>(events.size() - filtered);
-      for (int i = 0; i < events.size(); i++) {
-        if (keep[i]) {
-          applied.add(events.get(i));
-        }
-      }
-      int count = filtered;
-      safeListener(() -> listener.onEventsDropped(worker, count, "cache group does not count toward prefixes"));
-    }
-    int dropped = batch.skippedEvents() + batch.invalidEvents();
-    if (dropped > 0) {
-      safeListener(() -> listener.onEventsDropped(worker, dropped, batch.skippedEvents() + " of unknown type, "
-          + batch.invalidEvents() + " malformed"));
-    }
-    int blocks = 0;
-    for (KvEvent e : applied) {
-      if (e instanceof BlockStored stored) {
-        blocks += stored.blockHashes().length;
-      }
-    }
-    if (!applied.isEmpty()) {
-      try {
-        sink.applyAll(worker, applied);
-      } catch (Throwable t) {
-        logger.log(WARNING, "the KV event sink failed on a batch of " + worker, t);
-      }
-    }
-    Counters c = s.worker.counters;
-    c.batches.incrementAndGet();
-    c.events.addAndGet(applied.size());
-    c.storedBlocks.addAndGet(blocks);
-    c.droppedEvents.addAndGet(filtered + dropped);
-    if (replayed) {
-      c.replayedBatches.incrementAndGet();
-    }
-    int eventCount = applied.size();
-    int blockCount = blocks;
-    safeListener(() -> listener.onBatch(worker, seq, eventCount, blockCount));
-  }
-
-  private void purge(Stream s, PurgeReason reason) {
-    s.ranksSeen.set(s.rank);
-    for (int rank = s.ranksSeen.nextSetBit(0); rank >= 0; rank = s.ranksSeen.nextSetBit(rank + 1)) {
-      WorkerId worker = s.id.withRank(rank);
-      try {
-        sink.resetWorker(worker);
-      } catch (Throwable t) {
-        logger.log(WARNING, "the KV event sink failed to reset " + worker, t);
-      }
-      safeListener(() -> listener.onPurged(worker, reason));
-    }
-    s.worker.counters.purges.incrementAndGet();
-  }
-
-  private void decodeError(Stream s, String reason) {
-    s.worker.counters.decodeErrors.incrementAndGet();
-    logger.log(DEBUG, () -> "dropped a message of " + s.id + ": " + reason);
-    safeListener(() -> listener.onDecodeError(s.worker.config.workerName(), reason));
-  }
-
-  private void safeListener(Runnable call) {
-    try {
-      call.run();
-    } catch (Throwable t) {
-      logger.log(WARNING, "EventSourceListener threw", t);
-    }
-  }
-
-  // ---------------------------------------------------------------- replay
-
-  private void startReplay(Stream s, long from) {
-    s.worker.counters.replays.incrementAndGet();
-    s.replayFrom = from;
-    s.replayFirst = true;
-    s.replayBatches = 0;
-    s.replayAttempts = 1;
-    safeListener(() -> listener.onReplayStarted(s.id, from));
-    sendReplayRequest(s);
-  }
-
-  /** Sends the request of the replay in flight; a failure to send fails the replay. */
-  private void sendReplayRequest(Stream s) {
-    String endpoint = Objects.requireNonNull(s.replayEndpoint);
-    s.replayDeadline = System.nanoTime() + replayTimeoutNanos;
-    try {
-      if (s.dealer == null) {
-        ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
-        configure(dealer, s.worker.config);
-        dealer.setSndHWM(16);
-        dealer.setRcvHWM(0);
-        dealer.connect(endpoint);
-        s.dealer = dealer;
-        pollerDirty = true;
-      }
-      boolean sent = s.dealer.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT)
-          && s.dealer.send(KvEventPublisher.seqBytes(s.replayFrom), ZMQ.DONTWAIT);
-      if (!sent) {
-        throw new IllegalStateException("replay request could not be queued");
-      }
-    } catch (RuntimeException e) {
-      replayFailed(s, "cannot request a replay from " + endpoint + ": " + e.getMessage());
-    }
+    s.cursor.onLive(seq, frames.get(2));
   }
 
   private void onReplayMessage(Stream s, List<byte[]> frames) {
-    if (s.replayFrom == NONE) {
-      return; // a late reply to a replay we gave up on
-    }
-    s.replayDeadline = System.nanoTime() + replayTimeoutNanos;
     int first = frames.get(0).length == 0 ? 1 : 0; // DEALER receives the ROUTER's empty delimiter
     int n = frames.size() - first;
     byte[] seqFrame;
@@ -748,194 +756,190 @@ public final class KvEventSubscriber implements AutoCloseable {
       seqFrame = frames.get(first);
       payload = frames.get(first + 1);
     } else {
-      decodeError(s, "replay reply has " + frames.size() + " frames");
+      s.cursor.onReplayMalformed();
+      s.applier.decodeError("replay reply has " + frames.size() + " frames");
       return;
     }
     if (seqFrame.length != 8) {
-      decodeError(s, "replay sequence frame has " + seqFrame.length + " bytes, not 8");
+      s.cursor.onReplayMalformed();
+      s.applier.decodeError("replay sequence frame has " + seqFrame.length + " bytes, not 8");
       return;
     }
     long seq = KvEventPublisher.readSeq(seqFrame);
     if (seq == -1 || payload.length == 0) {
-      finishReplay(s);
+      s.cursor.onReplayEnd();
       return;
     }
     if (seq < 0) {
-      decodeError(s, "replay sequence number " + Long.toUnsignedString(seq) + " out of range");
+      s.cursor.onReplayMalformed();
+      s.applier.decodeError("replay sequence number " + Long.toUnsignedString(seq) + " out of range");
       return;
     }
-    long expected = s.lastSeq == NONE ? s.replayFrom : s.lastSeq + 1;
-    boolean first0 = s.replayFirst;
-    s.replayFirst = false;
-    if (seq < expected) {
-      return; // already applied
-    }
-    if (seq > expected) {
-      // The ring buffer no longer holds the batches we lack: what we have is stale, rebuild from here.
-      logger.log(INFO, s.id + ": replay from " + expected + " began at " + seq + "; purging and rebuilding");
-      if (s.lastSeq != NONE || !first0) {
-        purge(s, PurgeReason.REPLAY_INCOMPLETE);
-      }
-    }
-    s.replayBatches++;
-    apply(s, seq, payload, true);
+    s.cursor.onReplayReply(seq, payload);
   }
 
-  private void finishReplay(Stream s) {
-    int batches = s.replayBatches;
-    safeListener(() -> listener.onReplayFinished(s.id, batches));
-    s.replayFrom = NONE;
-    drainBuffered(s);
-  }
-
-  private void replayFailed(Stream s, String reason) {
-    s.worker.counters.replayFailures.incrementAndGet();
-    logger.log(WARNING, s.id + ": " + reason);
-    safeListener(() -> listener.onReplayFailed(s.id, reason));
-    closeDealer(s); // late replies must not mix with a later replay
-    s.replayCooldownUntil = System.nanoTime() + replayCooldownNanos;
-    s.replayFrom = NONE;
-    if (s.lastSeq != NONE) {
-      purge(s, PurgeReason.REPLAY_FAILED);
-      s.lastSeq = NONE;
-    }
-    s.failing = true; // no new replay while draining, even with a zero cooldown
+  private static void safeListener(Runnable call) {
     try {
-      drainBuffered(s);
-    } finally {
-      s.failing = false;
-    }
-  }
-
-  private void drainBuffered(Stream s) {
-    List<Pending> pending = s.buffered;
-    s.buffered = new ArrayList<>();
-    pending.sort(Comparator.comparingLong(Pending::seq));
-    for (Pending p : pending) {
-      if (s.replayFrom != NONE) {
-        onLive(s, p.seq, p.payload); // a new replay started: keep buffering
-      } else if (s.lastSeq == NONE || p.seq > s.lastSeq) {
-        onLive(s, p.seq, p.payload);
-      } // else a duplicate of a replayed batch
-    }
-  }
-
-  private void checkReplayDeadlines() {
-    long now = System.nanoTime();
-    for (Worker w : workers.values()) {
-      for (Stream s : w.streams) {
-        if (s.replayFrom != NONE && now - s.replayDeadline >= 0) {
-          if (s.replayFirst && s.replayAttempts < MAX_REPLAY_ATTEMPTS) {
-            // No answer at all: the request may have died with a stalled connection. Ask again on a new one.
-            logger.log(DEBUG, () -> s.id + ": no answer to replay from " + s.replayFrom + "; asking again");
-            s.replayAttempts++;
-            closeDealer(s);
-            sendReplayRequest(s);
-          } else {
-            replayFailed(s, "replay from " + s.replayFrom + " timed out at " + s.replayEndpoint);
-          }
-        }
-      }
-    }
-  }
-
-  private void closeDealer(Stream s) {
-    if (s.dealer != null) {
-      s.dealer.close();
-      s.dealer = null;
-      pollerDirty = true;
+      call.run();
+    } catch (Throwable t) {
+      logger.log(WARNING, "EventSourceListener threw", t);
     }
   }
 
   // ---------------------------------------------------------------- state
 
-  private record Pending(long seq, byte[] payload) {}
-
-  private static final class Worker {
+  /** One added source: its config, counters and streams. */
+  private final class Source {
     final EventSourceConfig config;
-    final Counters counters;
+    final SourceCounters counters = new SourceCounters();
     final List<Stream> streams = new ArrayList<>();
+    volatile boolean open;
 
-    Worker(EventSourceConfig config, Counters counters) {
+    Source(EventSourceConfig config) {
       this.config = config;
-      this.counters = counters;
+      for (int r = 0; r < config.dataParallelRanks(); r++) {
+        streams.add(new Stream(this, r));
+      }
+    }
+
+    EventSourceStats snapshot() {
+      List<StreamCursor> cursors = new ArrayList<>(streams.size());
+      for (Stream s : streams) {
+        cursors.add(s.cursor);
+      }
+      return counters.snapshot(cursors);
     }
   }
 
-  /** One data-parallel rank of a worker: its sockets, cursor and replay state. Confined to the I/O thread. */
-  private static final class Stream {
-    final Worker worker;
-    final int rank;
+  /** One data-parallel rank of a source: its sockets, cursor and applier. Confined to the I/O thread. */
+  private final class Stream implements StreamCursor.Output {
+    final Source source;
     final WorkerId id;
     final String endpoint;
     final @Nullable String replayEndpoint;
+    final StreamCursor cursor;
+    final BatchApplier applier;
     ZMQ.@Nullable Socket sub;
     ZMQ.@Nullable Socket dealer;
     ZMQ.@Nullable Socket monitor;
-    boolean closed;
-    long lastSeq = NONE;
-    long replayFrom = NONE;
-    boolean replayFirst;
-    int replayAttempts;
-    boolean failing;
-    int replayBatches;
-    long replayDeadline;
-    long replayCooldownUntil = System.nanoTime();
-    List<Pending> buffered = new ArrayList<>();
-    final BitSet ranksSeen = new BitSet();
-    final BitSet prefixGroups = new BitSet();
-    final BitSet otherGroups = new BitSet();
+    volatile boolean closed;
 
-    Stream(Worker worker, int rank, String endpoint, @Nullable String replayEndpoint) {
-      this.worker = worker;
-      this.rank = rank;
-      this.id = new WorkerId(worker.config.workerName(), rank);
-      this.endpoint = endpoint;
-      this.replayEndpoint = replayEndpoint;
-    }
-
-    /** Learns cache group kinds from stored events; returns whether the event is applied. */
-    boolean admit(KvEvent event, int group) {
-      if (event instanceof BlockStored stored && stored.cacheSpecKind() != null && group >= 0 && group < 4096) {
-        (stored.countsTowardPrefix() ? prefixGroups : otherGroups).set(group);
+    Stream(Source source, int offset) {
+      EventSourceConfig config = source.config;
+      this.source = source;
+      this.id = config.workerOf(offset);
+      this.endpoint = config.endpointOf(offset);
+      this.replayEndpoint = config.replayEndpointOf(offset);
+      StreamCursor.Settings settings = cursorSettings;
+      if (replayEndpoint == null) {
+        settings = new StreamCursor.Settings(false, settings.replayTimeoutNanos(), settings.cooldownNanos(),
+            settings.maxBufferedBatches(), settings.maxBufferedBytes(), settings.staleAfterNanos(),
+            settings.purgeAfterNanos());
       }
-      return admitted(event, group);
+      this.cursor = new StreamCursor(settings, ticker, this);
+      // A stream applies only its own rank: other ranks have their own sockets.
+      this.applier = new BatchApplier(id, id.dataParallelRank(), 1, sink, listener, source.counters, ticker,
+          unacceptedHoldNanos, maxMessageSize, cursor::forget);
     }
 
-    boolean admitted(KvEvent event, int group) {
-      if (event instanceof BlockStored stored) {
-        return stored.countsTowardPrefix();
+    private EventStreamState reported = EventStreamState.UNKNOWN;
+
+    /** The stream's state for the router's health model. */
+    EventStreamState state() {
+      if (cursor.replaying()) {
+        return EventStreamState.REPLAYING;
       }
-      if (event instanceof BlockRemoved) {
-        return group < 0 || group >= 4096 || !otherGroups.get(group) || prefixGroups.get(group);
+      if (cursor.stale() || cursor.purgedSinceApplied()) {
+        return EventStreamState.BROKEN;
       }
-      return true;
+      long age = cursor.lastBatchAgeNanos();
+      if (age < 0) {
+        return EventStreamState.UNKNOWN;
+      }
+      return cursor.connected() && age > silentAfterNanos ? EventStreamState.SILENT : EventStreamState.LIVE;
     }
 
-    void clearGroups() {
-      prefixGroups.clear();
-      otherGroups.clear();
+    void reportState() {
+      EventStreamState state = state();
+      if (state == reported) {
+        return;
+      }
+      reported = state;
+      safeListener(() -> listener.onStreamState(id, state));
+      if (reportTo != null) {
+        try {
+          reportTo.reportEventStream(id, state);
+        } catch (RuntimeException e) {
+          logger.log(WARNING, "Router.reportEventStream failed for " + id, e);
+        }
+      }
     }
-  }
 
-  private static final class Counters {
-    final AtomicLong batches = new AtomicLong();
-    final AtomicLong events = new AtomicLong();
-    final AtomicLong storedBlocks = new AtomicLong();
-    final AtomicLong gaps = new AtomicLong();
-    final AtomicLong replays = new AtomicLong();
-    final AtomicLong replayedBatches = new AtomicLong();
-    final AtomicLong replayFailures = new AtomicLong();
-    final AtomicLong restarts = new AtomicLong();
-    final AtomicLong purges = new AtomicLong();
-    final AtomicLong decodeErrors = new AtomicLong();
-    final AtomicLong droppedEvents = new AtomicLong();
-    final AtomicLong reconnects = new AtomicLong();
+    StreamHealth health() {
+      long age = cursor.lastBatchAgeNanos();
+      StreamCursor.Phase phase = cursor.phase();
+      return new StreamHealth(id, state(), cursor.connected(), age < 0 ? null : Duration.ofNanos(age),
+          cursor.lastSeq(), phase == StreamCursor.Phase.REPLAYING, phase == StreamCursor.Phase.COOLING,
+          cursor.stale(), cursor.purges);
+    }
 
-    EventSourceStats snapshot() {
-      return new EventSourceStats(batches.get(), events.get(), storedBlocks.get(), gaps.get(), replays.get(),
-          replayedBatches.get(), replayFailures.get(), restarts.get(), purges.get(), decodeErrors.get(),
-          droppedEvents.get(), reconnects.get());
+    @Override
+    public void apply(long seq, byte[] payload, boolean replayed) {
+      applier.apply(seq, payload, replayed);
+    }
+
+    @Override
+    public void purge(PurgeReason reason) {
+      logger.log(reason == PurgeReason.REMOVED ? DEBUG : INFO, () -> id + ": purging its entries (" + reason + ")");
+      applier.purge(reason);
+    }
+
+    @Override
+    public void requestReplay(long fromSeq) {
+      closeDealer(this); // replies to an earlier request must not mix with this one
+      try {
+        openDealer(this);
+        ZMQ.Socket d = Objects.requireNonNull(dealer);
+        boolean sent = d.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT)
+            && d.send(KvEventPublisher.seqBytes(fromSeq), ZMQ.DONTWAIT);
+        if (!sent) {
+          logger.log(DEBUG, () -> id + ": replay request could not be queued; it times out and is sent again");
+        }
+      } catch (RuntimeException e) {
+        logger.log(WARNING, id + ": cannot request a replay from " + replayEndpoint + ": " + e.getMessage());
+      }
+    }
+
+    @Override
+    public void closeReplay() {
+      closeDealer(this);
+    }
+
+    @Override
+    public void gap(long expected, long received) {
+      safeListener(() -> listener.onGap(id, expected, received));
+    }
+
+    @Override
+    public void restart(long lastSeq, long seq, String how) {
+      logger.log(INFO, id + " restarted (" + how + "); purging its entries");
+      safeListener(() -> listener.onRestart(id, lastSeq, seq));
+    }
+
+    @Override
+    public void replayStarted(long fromSeq) {
+      safeListener(() -> listener.onReplayStarted(id, fromSeq));
+    }
+
+    @Override
+    public void replayFinished(int batches) {
+      safeListener(() -> listener.onReplayFinished(id, batches));
+    }
+
+    @Override
+    public void replayFailed(String reason) {
+      logger.log(WARNING, id + ": " + reason + " at " + replayEndpoint);
+      safeListener(() -> listener.onReplayFailed(id, reason));
     }
   }
 
@@ -946,15 +950,27 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration replayTimeout = Duration.ofSeconds(3);
     private Duration replayCooldown = Duration.ofSeconds(30);
     private int maxBufferedBatches = 10_000;
+    private long maxBufferedBytes = 64L << 20;
     private long maxMessageSize = 16L << 20;
     private Duration handshakeTimeout = Duration.ofSeconds(1);
+    private Duration staleAfter = Duration.ofSeconds(30);
+    private Duration purgeAfter = Duration.ofMinutes(5);
+    private Duration unacceptedHold = Duration.ofSeconds(10);
+    private Duration silentAfter = Duration.ofMinutes(5);
+    private @Nullable Router reportTo;
     private @Nullable CurveKeyPair clientKeys;
+    private @Nullable CurveKeyPair serverKeys;
+    private @Nullable Set<String> allowedClients;
+    private @Nullable WorkerRegistry registry;
+    private Ticker ticker = Ticker.systemTicker();
 
     private Builder() {}
 
     /**
      * Where events go (required): a {@code KvIndexer}, a router's {@code eventSink()}, or any sink.
      *
+     * @param sink the sink
+     * @return this builder
      * @throws NullPointerException if {@code sink} is null
      */
     public Builder sink(KvEventSink sink) {
@@ -963,8 +979,64 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
+     * Wires the subscriber to a router: its {@linkplain Router#eventSink() event sink}, its {@linkplain
+     * Router#workers() registry} to {@linkplain #follow follow}, and {@linkplain #reportTo health reports}.
+     *
+     * @param router the router
+     * @return this builder
+     */
+    public Builder router(Router router) {
+      Objects.requireNonNull(router, "router");
+      return sink(router.eventSink()).follow(router.workers()).reportTo(router);
+    }
+
+    /**
+     * Reports each stream's state to {@link Router#reportEventStream} when it changes (checked every poll interval,
+     * 100 ms): {@code REPLAYING} while a replay is in flight; {@code BROKEN} when the engine has been disconnected
+     * longer than {@link #staleAfter}, or its entries were purged and nothing was applied since; {@code SILENT} when
+     * connected but no batch came for {@link #silentAfter}; {@code LIVE} once a batch was applied otherwise. The
+     * same changes reach {@link EventSourceListener#onStreamState}.
+     *
+     * @param router the router whose health model consumes the states
+     * @return this builder
+     */
+    public Builder reportTo(Router router) {
+      this.reportTo = Objects.requireNonNull(router, "router");
+      return this;
+    }
+
+    /**
+     * How long a connected stream may go without a batch before it is reported {@code SILENT} (default 5 minutes).
+     * vLLM publishes only when its cache changes, so an idle engine is silent too; the router then scores it by its
+     * own predictions until the next batch.
+     *
+     * @param after the time
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder silentAfter(Duration after) {
+      this.silentAfter = positive(after, "silentAfter");
+      return this;
+    }
+
+    /**
+     * Subscribes to every worker of {@code registry} that has a {@value #EVENTS_ENDPOINT} endpoint, as it is
+     * registered, updated and removed (see the class documentation for the endpoints and labels read).
+     *
+     * @param registry the router's registry ({@code router.workers()})
+     * @return this builder
+     * @throws NullPointerException if {@code registry} is null
+     */
+    public Builder follow(WorkerRegistry registry) {
+      this.registry = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
+
+    /**
      * Receives counters and stream events (default none).
      *
+     * @param listener the listener
+     * @return this builder
      * @throws NullPointerException if {@code listener} is null
      */
     public Builder listener(EventSourceListener listener) {
@@ -973,17 +1045,15 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * How long a replay may go without a reply (default 3 s). A request with no answer at all is sent once more
-     * over a new connection; after that, or when a started reply stream stalls, the replay counts as failed.
+     * How long a replay may go without a valid reply (default 3 s). A request with no answer at all is sent once
+     * more over a new connection; a replay that stalls after valid replies is asked again from where it stopped.
      *
+     * @param timeout the timeout
+     * @return this builder
      * @throws IllegalArgumentException if the timeout is not positive
      */
     public Builder replayTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "timeout");
-      if (timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("replayTimeout must be positive but was " + timeout);
-      }
-      this.replayTimeout = timeout;
+      this.replayTimeout = positive(timeout, "replayTimeout");
       return this;
     }
 
@@ -991,6 +1061,8 @@ public final class KvEventSubscriber implements AutoCloseable {
      * How long after a failed replay a worker's gaps are handled by purging instead of replaying (default 30 s,
      * as llm-d).
      *
+     * @param cooldown the cooldown
+     * @return this builder
      * @throws IllegalArgumentException if the cooldown is negative
      */
     public Builder replayCooldown(Duration cooldown) {
@@ -1003,9 +1075,11 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
-     * How many live batches of one stream are held while its replay is in flight (default 10,000); beyond it live
-     * batches are dropped and recovered by a later replay.
+     * How many live batches of one stream are held while its replay is in flight (default 10,000); beyond it (or
+     * beyond {@link #maxBufferedBytes}) live batches are dropped, counted, and fetched by another replay.
      *
+     * @param batches the bound
+     * @return this builder
      * @throws IllegalArgumentException if {@code batches} is not positive
      */
     public Builder maxBufferedBatches(int batches) {
@@ -1017,10 +1091,27 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
+     * How many payload bytes of live batches one stream holds while its replay is in flight (default 64 MiB).
+     *
+     * @param bytes the bound
+     * @return this builder
+     * @throws IllegalArgumentException if {@code bytes} is not positive
+     */
+    public Builder maxBufferedBytes(long bytes) {
+      if (bytes <= 0) {
+        throw new IllegalArgumentException("maxBufferedBytes must be positive but was " + bytes);
+      }
+      this.maxBufferedBytes = bytes;
+      return this;
+    }
+
+    /**
      * The largest message a peer may send, in bytes (default 16 MiB, far above what one engine step produces); a
      * peer sending more is disconnected by ZeroMQ before the message is buffered. Decoding a payload allocates at
      * most a small multiple of its size.
      *
+     * @param bytes the bound
+     * @return this builder
      * @throws IllegalArgumentException if {@code bytes} is not positive
      */
     public Builder maxMessageSize(long bytes) {
@@ -1036,6 +1127,8 @@ public final class KvEventSubscriber implements AutoCloseable {
      * 1 s). Kept short because JeroMQ 0.6.0 occasionally stalls a fresh connection's handshake (zeromq/jeromq#1022);
      * the retry is what recovers it. Raise it for links with very high latency.
      *
+     * @param timeout the timeout
+     * @return this builder
      * @throws IllegalArgumentException if the timeout is not between 1 ms and 1 hour
      */
     public Builder handshakeTimeout(Duration timeout) {
@@ -1048,8 +1141,54 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
+     * How long an engine may stay disconnected before its stream is reported {@linkplain StreamHealth#stale() stale}
+     * (default 30 s: twice ZeroMQ's 15 s heartbeat timeout).
+     *
+     * @param after the time
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder staleAfter(Duration after) {
+      this.staleAfter = positive(after, "staleAfter");
+      return this;
+    }
+
+    /**
+     * How long a stale stream keeps its entries before they are purged (default 5 minutes). A restarted engine
+     * starts with an empty cache, so an engine gone this long holds none of what the index says.
+     *
+     * @param after the time
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder purgeAfter(Duration after) {
+      this.purgeAfter = positive(after, "purgeAfter");
+      return this;
+    }
+
+    /**
+     * How long events of a worker the sink does not accept (not registered yet) are held before they are dropped
+     * (default 10 s). The held bytes per stream are bounded by {@link #maxMessageSize}.
+     *
+     * @param hold the time
+     * @return this builder
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder unacceptedHold(Duration hold) {
+      Objects.requireNonNull(hold, "hold");
+      if (hold.isNegative()) {
+        throw new IllegalArgumentException("unacceptedHold must not be negative but was " + hold);
+      }
+      this.unacceptedHold = hold;
+      return this;
+    }
+
+    /**
      * The subscriber's CURVE key pair, used toward sources with a {@linkplain EventSourceConfig#serverPublicKey()
      * server key}; by default an ephemeral pair is generated (enough unless engines authenticate clients).
+     *
+     * @param keys the key pair, or null for an ephemeral one
+     * @return this builder
      */
     public Builder curveClientKeys(@Nullable CurveKeyPair keys) {
       this.clientKeys = keys;
@@ -1057,15 +1196,71 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
+     * The subscriber's CURVE server key pair for sources in {@linkplain EventSourceConfig#bind() bind mode}: the
+     * engines connect as CURVE clients knowing its public key.
+     *
+     * @param keys the key pair, or null for plain bound sockets
+     * @return this builder
+     */
+    public Builder curveServerKeys(@Nullable CurveKeyPair keys) {
+      this.serverKeys = keys;
+      return this;
+    }
+
+    /**
+     * Admits only CURVE clients with these public keys (Z85) on the subscriber's bound sockets; others fail the
+     * handshake, so an engine that is not listed cannot inject events. Requires {@link #curveServerKeys}.
+     *
+     * @param z85PublicKeys the engines' public keys
+     * @return this builder
+     * @throws IllegalArgumentException if a key is not Z85
+     */
+    public Builder curveAllowedClients(Collection<String> z85PublicKeys) {
+      Objects.requireNonNull(z85PublicKeys, "z85PublicKeys");
+      for (String key : z85PublicKeys) {
+        CurveKeyPair.checkKey(key, "curveAllowedClients");
+      }
+      this.allowedClients = Set.copyOf(z85PublicKeys);
+      return this;
+    }
+
+    /**
+     * The clock for replay deadlines, staleness and held events (default {@link Ticker#systemTicker()}).
+     *
+     * @param ticker the clock
+     * @return this builder
+     */
+    public Builder ticker(Ticker ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      return this;
+    }
+
+    /**
      * Creates the subscriber; call {@link KvEventSubscriber#start()} to begin.
      *
-     * @throws IllegalStateException if no sink was set
+     * @return the subscriber
+     * @throws IllegalStateException if no sink was set, or an allow-list was set without server keys
      */
     public KvEventSubscriber build() {
       if (sink == null) {
         throw new IllegalStateException("a sink is required");
       }
-      return new KvEventSubscriber(this);
+      if (allowedClients != null && serverKeys == null) {
+        throw new IllegalStateException("curveAllowedClients requires curveServerKeys");
+      }
+      KvEventSubscriber subscriber = new KvEventSubscriber(this);
+      if (registry != null) {
+        subscriber.follow(registry);
+      }
+      return subscriber;
+    }
+
+    private static Duration positive(Duration d, String name) {
+      Objects.requireNonNull(d, name);
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive but was " + d);
+      }
+      return d;
     }
   }
 }

@@ -72,7 +72,7 @@ class DecoderFuzzTest {
       org.zeromq.ZMQ.Socket pub = ctx.createSocket(org.zeromq.SocketType.XPUB);
       pub.setSndHWM(0);
       pub.bind("tcp://127.0.0.1:*");
-      subscriber.addWorker("fuzzed", pub.getLastEndpoint(), null, "", 1);
+      subscriber.addWorker(WorkerId.of("fuzzed"), pub.getLastEndpoint(), null, "", 1);
       subscriber.start();
       pub.setReceiveTimeOut(20_000);
       assertEquals(1, pub.recv(0)[0], "subscription");
@@ -98,8 +98,17 @@ class DecoderFuzzTest {
         List<KvEvent> events = recording.events(worker);
         return !events.isEmpty() && events.get(events.size() - 1).equals(KvEvent.BlockRemoved.of(-42));
       }, () -> "the sentinel, now " + subscriber.stats());
-      EventSourceStats stats = subscriber.stats("fuzzed").orElseThrow();
-      assertEquals(messages + 1, stats.batches() + stats.decodeErrors(), stats.toString());
+      // The sink sees the sentinel just before the I/O thread counts its batch: wait for the count too.
+      Await.until(() -> {
+        EventSourceStats s = subscriber.stats(worker).orElseThrow();
+        return s.batches() + s.decodeErrors() + s.unacceptedBatches() >= messages + 1;
+      }, () -> "every message counted, now " + subscriber.stats());
+      EventSourceStats stats = subscriber.stats(WorkerId.of("fuzzed")).orElseThrow();
+      // A mutated rank names a rank the source does not have: dropped and counted, never applied.
+      assertEquals(messages + 1, stats.batches() + stats.decodeErrors() + stats.unacceptedBatches(),
+          stats.toString());
+      assertTrue(recording.workersSeen().stream().allMatch(w -> w.equals(worker)), recording.workersSeen()
+          .toString());
       assertEquals(0, stats.gaps() + stats.restarts(), stats.toString());
       assertTrue(stats.decodeErrors() > 0 && stats.batches() > 1, stats.toString());
     }

@@ -142,12 +142,14 @@ class KvEventCodecTest {
   }
 
   @Test
-  void sglangEightElementStored_withMetadataMap_isAccepted() {
+  void sglangEightElementStored_withMetadataMap_keepsTheCacheSalt() {
     // ["BlockStored", [1], nil, [5], 1, nil, "GPU", {"cache_salt": "s"}]
     String hex = "93" + Hex.TS + "91" + "98AB426C6F636B53746F726564910 1C09105 01C0A3475055 81AA63616368655F73616C74A173"
         + "00";
     DecodedBatch batch = KvEventCodec.decode(Hex.bytes(hex));
-    assertEquals(List.of(BlockStored.of(new long[] {1}, null, new int[] {5}, 1)), batch.events());
+    long[][] salted = {{io.kvroute.BlockHasher.cacheSaltKey("s")}};
+    assertEquals(List.of(new BlockStored(new long[] {1}, null, new int[] {5}, 1, null, StorageTier.GPU, null,
+        salted)), batch.events());
   }
 
   @Test
@@ -219,8 +221,10 @@ class KvEventCodecTest {
     w.writeString("not-hex-" + "z".repeat(56));
     w.writeInt(0);
     DecodedBatch batch = KvEventCodec.decode(w.toByteArray());
+    // vLLM's block-0 tuple is (lora_name, multimodal identifiers..., cache_salt): the last other string is the salt.
+    long salt = io.kvroute.BlockHasher.cacheSaltKey("not-hex-" + "z".repeat(56));
     BlockStored expected = new BlockStored(new long[] {0x010203L}, null, new int[] {4, 5}, 2, "adapter",
-        StorageTier.HOST, null, new long[][] {{-1L}});
+        StorageTier.HOST, null, new long[][] {{-1L, salt}});
     assertEquals(List.of(expected), batch.events());
   }
 

@@ -43,7 +43,7 @@ class KvEventSubscriberTest {
   }
 
   private static long batches(KvEventSubscriber subscriber, String worker) {
-    return subscriber.stats(worker).orElseThrow().batches();
+    return subscriber.stats(WorkerId.of(worker)).orElseThrow().batches();
   }
 
   private static int[] tokens(SplittableRandom random, int blocks) {
@@ -71,7 +71,7 @@ class KvEventSubscriberTest {
         KvEventPublisher p = publisher().build();
         publishers.add(p);
         router.addWorker(Worker.of(WorkerId.of("w" + i), URI.create("http://127.0.0.1:" + (9000 + i))));
-        subscriber.addWorker("w" + i, p.endpoint(), p.replayEndpoint(), "", 1);
+        subscriber.addWorker(WorkerId.of("w" + i), p.endpoint(), p.replayEndpoint(), "", 1);
       }
       subscriber.start();
       SplittableRandom random = new SplittableRandom(7);
@@ -93,7 +93,7 @@ class KvEventSubscriberTest {
           assertEquals(2 + 2 * i, r.matchedBlocks());
         }
       }
-      EventSourceStats stats = subscriber.stats("w2").orElseThrow();
+      EventSourceStats stats = subscriber.stats(WorkerId.of("w2")).orElseThrow();
       assertEquals(List.of(1L, 1L, 6L, 0L, 0L, 0L), List.of(stats.batches(), stats.events(), stats.storedBlocks(),
           stats.gaps(), stats.purges(), stats.decodeErrors()));
     } finally {
@@ -111,7 +111,7 @@ class KvEventSubscriberTest {
     EngineModel engine = new EngineModel(42, BLOCK, 60);
     List<KvEvent> all = new ArrayList<>();
     try (KvEventPublisher p = publisher().build(); KvEventSubscriber subscriber = subscriber(recording)) {
-      subscriber.addWorker("engine", p.endpoint(), p.replayEndpoint(), "", 1);
+      subscriber.addWorker(WorkerId.of("engine"), p.endpoint(), p.replayEndpoint(), "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       int total = 300;
@@ -127,7 +127,7 @@ class KvEventSubscriberTest {
         p.publish(batch);
       }
       Await.until(() -> batches(subscriber, "engine") == total, () -> "all batches, now " + subscriber.stats());
-      EventSourceStats stats = subscriber.stats("engine").orElseThrow();
+      EventSourceStats stats = subscriber.stats(WorkerId.of("engine")).orElseThrow();
       // A replay answers with everything from the first lost batch on, so it may also fill later drops.
       assertTrue(stats.gaps() >= 1 && stats.gaps() <= 4, stats.toString());
       assertEquals(stats.gaps(), stats.replays());
@@ -154,15 +154,15 @@ class KvEventSubscriberTest {
         all.addAll(batch);
         p.publish(batch);
       }
-      subscriber.addWorker("late", p.endpoint(), p.replayEndpoint(), "", 1);
+      subscriber.addWorker(WorkerId.of("late"), p.endpoint(), p.replayEndpoint(), "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       all.add(BlockRemoved.of(5));
       p.publish(List.of(BlockRemoved.of(5)));
       Await.until(() -> batches(subscriber, "late") == 6, () -> "6 batches, now " + subscriber.stats());
       assertEquals(all, recording.events(worker));
-      assertEquals(0, subscriber.stats("late").orElseThrow().gaps());
-      assertEquals(1, subscriber.stats("late").orElseThrow().replays());
+      assertEquals(0, subscriber.stats(WorkerId.of("late")).orElseThrow().gaps());
+      assertEquals(1, subscriber.stats(WorkerId.of("late")).orElseThrow().replays());
     }
   }
 
@@ -172,7 +172,7 @@ class KvEventSubscriberTest {
     WorkerId worker = WorkerId.of("old");
     try (KvEventPublisher p = publisher().bufferSteps(2).replayWithTopic(false).build();
         KvEventSubscriber subscriber = subscriber(recording)) {
-      subscriber.addWorker("old", p.endpoint(), p.replayEndpoint(), "", 1);
+      subscriber.addWorker(WorkerId.of("old"), p.endpoint(), p.replayEndpoint(), "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       p.publish(List.of(BlockRemoved.of(0)));
@@ -183,7 +183,7 @@ class KvEventSubscriberTest {
       }
       Await.until(() -> batches(subscriber, "old") == 3, () -> "rebuild, now " + subscriber.stats());
       assertEquals(List.of(BlockRemoved.of(5), BlockRemoved.of(6)), recording.events(worker));
-      EventSourceStats stats = subscriber.stats("old").orElseThrow();
+      EventSourceStats stats = subscriber.stats(WorkerId.of("old")).orElseThrow();
       assertEquals(1, stats.gaps());
       assertEquals(1, stats.purges());
       assertEquals(1, recording.resets(worker));
@@ -201,7 +201,7 @@ class KvEventSubscriberTest {
     int[] after = tokens(random, 2);
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build(); KvEventSubscriber subscriber =
         subscriber(recording)) {
-      subscriber.addWorker("noreplay", p.endpoint(), null, "", 1);
+      subscriber.addWorker(WorkerId.of("noreplay"), p.endpoint(), null, "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       p.publish(List.of(BlockStored.of(engineHashes(1, 3), null, first, BLOCK)));
@@ -213,7 +213,7 @@ class KvEventSubscriberTest {
       assertEquals(2, index.entriesOf(worker));
       assertTrue(index.findMatches(index.hasher().sequenceHashes(first)).isEmpty());
       assertEquals(new PrefixMatch(2, 2), index.findMatches(index.hasher().sequenceHashes(after)).get(worker));
-      EventSourceStats stats = subscriber.stats("noreplay").orElseThrow();
+      EventSourceStats stats = subscriber.stats(WorkerId.of("noreplay")).orElseThrow();
       assertEquals(1, stats.gaps());
       assertEquals(0, stats.replays());
       assertEquals(1, stats.purges());
@@ -235,7 +235,7 @@ class KvEventSubscriberTest {
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build();
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(recording).listener(listener)
             .replayTimeout(Duration.ofMillis(300)).replayCooldown(Duration.ofHours(1)).build()) {
-      subscriber.addWorker("silent", p.endpoint(), nobody, "", 1);
+      subscriber.addWorker(WorkerId.of("silent"), p.endpoint(), nobody, "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       p.publish(List.of(BlockRemoved.of(0)));
@@ -253,7 +253,7 @@ class KvEventSubscriberTest {
       p.publish(List.of(BlockRemoved.of(5)));
       Await.until(() -> batches(subscriber, "silent") == 4, () -> "after the second gap " + subscriber.stats());
       assertEquals(List.of(BlockRemoved.of(5)), recording.events(worker));
-      EventSourceStats stats = subscriber.stats("silent").orElseThrow();
+      EventSourceStats stats = subscriber.stats(WorkerId.of("silent")).orElseThrow();
       assertEquals(List.of(2L, 1L, 1L, 2L), List.of(stats.gaps(), stats.replays(), stats.replayFailures(),
           stats.purges()));
       assertEquals(2, recording.resets(worker));
@@ -280,7 +280,7 @@ class KvEventSubscriberTest {
       try (KvEventPublisher first = publisher().build()) {
         endpoint = first.endpoint();
         replay = first.replayEndpoint();
-        subscriber.addWorker("restarting", endpoint, replay, "", 1);
+        subscriber.addWorker(WorkerId.of("restarting"), endpoint, replay, "", 1);
         subscriber.start();
         assertTrue(first.awaitSubscribers(1, WAIT));
         for (int i = 0; i < 30; i++) {
@@ -295,11 +295,11 @@ class KvEventSubscriberTest {
         assertTrue(second.awaitSubscribers(1, WAIT));
         second.publish(List.of(BlockStored.of(engineHashes(5, 2), null, fresh, BLOCK)));
         second.publish(List.of(BlockRemoved.of(engineHashes(5, 2)[1])));
-        Await.until(() -> subscriber.stats("restarting").orElseThrow().restarts() == 1
+        Await.until(() -> subscriber.stats(WorkerId.of("restarting")).orElseThrow().restarts() == 1
             && index.entriesOf(worker) == 1, () -> "restart, now " + subscriber.stats());
       }
       assertEquals(List.of(EventSourceListener.PurgeReason.RESTART), purges);
-      assertTrue(subscriber.stats("restarting").orElseThrow().reconnects() >= 1, "the lost connection was renewed");
+      assertTrue(subscriber.stats(WorkerId.of("restarting")).orElseThrow().reconnects() >= 1, "the lost connection was renewed");
       for (int[] prompt : before) {
         assertFalse(index.findMatches(index.hasher().sequenceHashes(prompt)).containsKey(worker));
       }
@@ -330,7 +330,7 @@ class KvEventSubscriberTest {
       try (KvEventPublisher p0 = rank0; KvEventPublisher p1 = rank1;
           KvEventSubscriber subscriber = subscriber(recording)) {
         assertEquals("tcp://127.0.0.1:" + (base + 1), p1.endpoint());
-        subscriber.addWorker("dp", endpoint, null, "", 2);
+        subscriber.addWorker(WorkerId.of("dp"), endpoint, null, "", 2);
         subscriber.start();
         assertTrue(p0.awaitSubscribers(1, WAIT));
         assertTrue(p1.awaitSubscribers(1, WAIT));
@@ -358,7 +358,7 @@ class KvEventSubscriberTest {
     List<String> errors = new CopyOnWriteArrayList<>();
     EventSourceListener listener = new EventSourceListener() {
       @Override
-      public void onDecodeError(String workerName, String reason) {
+      public void onDecodeError(WorkerId workerName, String reason) {
         errors.add(reason);
       }
     };
@@ -366,7 +366,7 @@ class KvEventSubscriberTest {
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(recording).listener(listener).build()) {
       ZMQ.Socket pub = ctx.createSocket(SocketType.XPUB);
       pub.bind("tcp://127.0.0.1:*");
-      subscriber.addWorker("raw", pub.getLastEndpoint(), null, "", 1);
+      subscriber.addWorker(WorkerId.of("raw"), pub.getLastEndpoint(), null, "", 1);
       subscriber.start();
       pub.setReceiveTimeOut(20_000);
       assertEquals(1, pub.recv(0)[0], "subscription");
@@ -379,7 +379,7 @@ class KvEventSubscriberTest {
       send(pub, empty, KvEventPublisher.seqBytes(2), Hex.bytes("93" + Hex.TS + "91DB7FFFFFFF41")); // huge string
       send(pub, empty, KvEventPublisher.seqBytes(3), Hex.bytes(Hex.VECTOR_C2));
       Await.until(() -> batches(subscriber, "raw") == 1, () -> "the valid batch");
-      EventSourceStats stats = subscriber.stats("raw").orElseThrow();
+      EventSourceStats stats = subscriber.stats(WorkerId.of("raw")).orElseThrow();
       assertEquals(6, stats.decodeErrors(), errors.toString());
       assertEquals(0, stats.gaps());
       assertEquals(List.of(BlockStored.of(new long[] {Hex.H2}, 5L, new int[] {1, 2}, 2)),
@@ -399,7 +399,7 @@ class KvEventSubscriberTest {
     WorkerId worker = WorkerId.of("capped");
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build(); KvEventSubscriber subscriber =
         KvEventSubscriber.newBuilder().sink(recording).maxMessageSize(1_024).build()) {
-      subscriber.addWorker("capped", p.endpoint(), null, "", 1);
+      subscriber.addWorker(WorkerId.of("capped"), p.endpoint(), null, "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       long[] many = new long[400]; // about 3.6 KB on the wire
@@ -416,7 +416,7 @@ class KvEventSubscriberTest {
         return false;
       }, () -> "a small batch after the oversized one, now " + subscriber.stats());
       assertTrue(recording.events(worker).stream().allMatch(e -> e.equals(BlockRemoved.of(1))));
-      assertTrue(subscriber.stats("capped").orElseThrow().reconnects() >= 1);
+      assertTrue(subscriber.stats(WorkerId.of("capped")).orElseThrow().reconnects() >= 1);
     }
   }
 
@@ -425,7 +425,7 @@ class KvEventSubscriberTest {
     RecordingSink recording = new RecordingSink();
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build(); KvEventSubscriber subscriber =
         subscriber(recording)) {
-      subscriber.addWorker("hybrid", p.endpoint(), null, "", 1);
+      subscriber.addWorker(WorkerId.of("hybrid"), p.endpoint(), null, "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       // Group 0 full attention, group 1 sliding window, same engine hash in both (as with hybrid allocators).
@@ -449,7 +449,7 @@ class KvEventSubscriberTest {
       p.publishPayload(w.toByteArray());
       Await.until(() -> batches(subscriber, "hybrid") == 1, () -> "batch");
       assertEquals(List.of(full), recording.events(WorkerId.of("hybrid")));
-      assertEquals(2, subscriber.stats("hybrid").orElseThrow().droppedEvents());
+      assertEquals(2, subscriber.stats(WorkerId.of("hybrid")).orElseThrow().droppedEvents());
     }
   }
 
@@ -484,7 +484,7 @@ class KvEventSubscriberTest {
       int threadsBefore = Thread.activeCount();
       try (KvEventSubscriber subscriber = subscriber(recording)) {
         for (int i = 0; i < workers; i++) {
-          subscriber.addWorker("w" + i, publishers.get(i).endpoint(), null, "", 1);
+          subscriber.addWorker(WorkerId.of("w" + i), publishers.get(i).endpoint(), null, "", 1);
         }
         subscriber.start();
         for (int i = 0; i < workers; i++) {
@@ -515,10 +515,10 @@ class KvEventSubscriberTest {
         KvEventPublisher wrongKey = KvEventPublisher.newBuilder().curveServerKeys(impostor).build();
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(recording)
             .curveClientKeys(CurveKeyPair.generate()).build()) {
-      subscriber.addWorker(EventSourceConfig.of("secure", good.endpoint())
+      subscriber.addWorker(EventSourceConfig.of(WorkerId.of("secure"), good.endpoint())
           .withReplayEndpoint(good.replayEndpoint()).withServerPublicKey(server.publicKey()));
       // Expects the engine's key `server`, but the endpoint holds the impostor's key pair.
-      subscriber.addWorker(EventSourceConfig.of("spoofed", wrongKey.endpoint())
+      subscriber.addWorker(EventSourceConfig.of(WorkerId.of("spoofed"), wrongKey.endpoint())
           .withServerPublicKey(server.publicKey()));
       subscriber.start();
       assertTrue(good.awaitSubscribers(1, WAIT));
@@ -530,7 +530,7 @@ class KvEventSubscriberTest {
       Await.until(() -> batches(subscriber, "secure") == 3, () -> "secure batches, now " + subscriber.stats());
       assertEquals(List.of(BlockRemoved.of(1), BlockRemoved.of(2), BlockRemoved.of(3)),
           recording.events(WorkerId.of("secure")));
-      assertTrue(subscriber.stats("secure").orElseThrow().replayedBatches() >= 1, "replay also runs over CURVE");
+      assertTrue(subscriber.stats(WorkerId.of("secure")).orElseThrow().replayedBatches() >= 1, "replay also runs over CURVE");
       assertEquals(0, wrongKey.subscriptions());
       assertEquals(0, batches(subscriber, "spoofed"));
     }
@@ -545,28 +545,28 @@ class KvEventSubscriberTest {
     assertThrows(IllegalStateException.class, never::start);
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build()) {
       KvEventSubscriber subscriber = subscriber(recording);
-      subscriber.addWorker("a", p.endpoint(), null, "", 1);
-      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker("a", p.endpoint(), null, "", 1));
-      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker("b", "http://x", null, "", 1));
-      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker("b", p.endpoint(), null, "", 0));
+      subscriber.addWorker(WorkerId.of("a"), p.endpoint(), null, "", 1);
+      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker(WorkerId.of("a"), p.endpoint(), null, "", 1));
+      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker(WorkerId.of("b"), "http://x", null, "", 1));
+      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker(WorkerId.of("b"), p.endpoint(), null, "", 0));
       assertTrue(assertThrows(IllegalArgumentException.class,
-          () -> subscriber.addWorker("b", "tcp://*:5557", null, "", 1)).getMessage().contains("wildcard"));
-      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker(" ", p.endpoint(), null, "", 1));
+          () -> subscriber.addWorker(WorkerId.of("b"), "tcp://*:5557", null, "", 1)).getMessage().contains("wildcard"));
+      assertThrows(IllegalArgumentException.class, () -> subscriber.addWorker(WorkerId.of(" "), p.endpoint(), null, "", 1));
       assertThrows(IllegalArgumentException.class,
-          () -> subscriber.addWorker(EventSourceConfig.of("b", "ipc:///tmp/x").withDataParallelRanks(2)));
+          () -> subscriber.addWorker(EventSourceConfig.of(WorkerId.of("b"), "ipc:///tmp/x").withDataParallelRanks(2)));
       subscriber.start();
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
       p.publish(List.of(BlockRemoved.of(1)));
       Await.until(() -> batches(subscriber, "a") == 1, () -> "batch");
-      assertTrue(subscriber.removeWorker("a"));
-      assertFalse(subscriber.removeWorker("a"));
+      assertTrue(subscriber.removeWorker(WorkerId.of("a")));
+      assertFalse(subscriber.removeWorker(WorkerId.of("a")));
       Await.until(() -> recording.resets(WorkerId.of("a")) == 1, () -> "purge on removal");
       assertEquals(List.of(), subscriber.workers());
       Await.until(() -> p.subscriptions() == 0, () -> "unsubscribed");
       subscriber.close();
       subscriber.close();
-      assertThrows(IllegalStateException.class, () -> subscriber.addWorker("c", p.endpoint(), null, "", 1));
+      assertThrows(IllegalStateException.class, () -> subscriber.addWorker(WorkerId.of("c"), p.endpoint(), null, "", 1));
       assertFalse(Thread.getAllStackTraces().keySet().stream()
           .anyMatch(t -> t.getName().equals("kvroute-zmq-subscriber") && t.isAlive()));
     }

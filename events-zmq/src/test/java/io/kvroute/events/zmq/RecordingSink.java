@@ -50,6 +50,13 @@ final class RecordingSink implements KvEventSink {
     return resets.getOrDefault(worker, 0);
   }
 
+  /** Every worker an event or reset was delivered for. */
+  synchronized java.util.Set<WorkerId> workersSeen() {
+    java.util.Set<WorkerId> seen = new java.util.TreeSet<>(events.keySet());
+    seen.addAll(resets.keySet());
+    return seen;
+  }
+
   synchronized int workers() {
     return events.size();
   }

@@ -46,7 +46,7 @@ class StreamRecoveryPropertyTest {
     try (KvEventPublisher p = builder.build();
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(recording)
             .replayTimeout(Duration.ofSeconds(2)).build()) {
-      subscriber.addWorker("engine", p.endpoint(), p.replayEndpoint(), "", 1);
+      subscriber.addWorker(WorkerId.of("engine"), p.endpoint(), p.replayEndpoint(), "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, Duration.ofSeconds(20)));
       for (int i = 0; i < batches - 1; i++) {
@@ -69,7 +69,7 @@ class StreamRecoveryPropertyTest {
       }, () -> "the last batch, now " + subscriber.stats());
       List<KvEvent> held = recording.events(worker);
       assertEquals(all.subList(all.size() - held.size(), all.size()), held, "a contiguous tail");
-      EventSourceStats stats = subscriber.stats("engine").orElseThrow();
+      EventSourceStats stats = subscriber.stats(WorkerId.of("engine")).orElseThrow();
       if (replay && ring >= batches) {
         assertEquals(all, held);
         assertEquals(0, stats.purges(), stats.toString());

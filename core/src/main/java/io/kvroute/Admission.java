@@ -1,0 +1,252 @@
+package io.kvroute;
+
+import java.util.ArrayDeque;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The router's admission: the load booked on each worker, the open bookings and their release, under one short
+ * lock; thread-safe: {@link #lock()} guards everything but {@link #released}, which any thread may call.
+ *
+ * <p>Every selection books under the lock, so that each sees the bookings of the ones before it (as Dynamo
+ * serializes admission). The lifecycle of one booking has three hooks, all under the lock: {@link #book} when a
+ * request is routed, {@code prefillDone} at its first token and {@code closed} when it ends (or expires).
+ *
+ * <h2>Bounds</h2>
+ * <ul>
+ *   <li>Only <em>open</em> bookings are tracked, in an intrusive list in booking order: a handle leaves it the moment
+ *       its close is applied, so closed handles never pile up behind a long stream. Bookings open longer than the
+ *       booking timeout are closed as stale, and beyond {@value #MAX_OPEN_BOOKINGS} open bookings the oldest is.
+ *   <li>Hash arrays of closed bookings are pooled per power-of-two size class, at most {@value #POOL_CLASS_BYTES}
+ *       bytes per class (256 arrays of a 2,048-token prompt's 128 hashes; one array of 32 Ki hashes; none beyond):
+ *       allocating a large array costs less than hashing the prompt that fills it, so pooling them saves nothing
+ *       and would hold memory for the router's lifetime.
+ * </ul>
+ */
+final class Admission {
+  static final int MAX_OPEN_BOOKINGS = 1 << 20;
+  static final int POOL_CLASS_BYTES = 256 * 1024;
+  private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
+
+  private final ReentrantLock lock = new ReentrantLock();
+  final int blockSize;
+  private final long bookingTimeoutNanos;
+  private final HealthReports health;
+  private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
+  // Guarded by lock.
+  final SplittableRandom random;
+  final LoadTracker load = new LoadTracker();
+  private final HashArrayPool pool = new HashArrayPool();
+  private @Nullable Routing oldest;
+  private @Nullable Routing newest;
+  private int open;
+
+  Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health) {
+    this.blockSize = blockSize;
+    this.bookingTimeoutNanos = bookingTimeoutNanos;
+    this.random = new SplittableRandom(randomSeed);
+    this.health = health;
+  }
+
+  /**
+   * Takes the lock, spinning briefly first: it is held for about a microsecond, much less than parking and waking
+   * a thread costs, so a selection that finds it taken usually gets it by waiting a moment.
+   */
+  void lock() {
+    for (int spins = 0; spins < ADMISSION_SPINS; spins++) {
+      if (lock.tryLock()) {
+        return;
+      }
+      Thread.onSpinWait();
+    }
+    lock.lock();
+  }
+
+  void unlock() {
+    lock.unlock();
+  }
+
+  boolean heldByCurrentThread() {
+    return lock.isHeldByCurrentThread();
+  }
+
+  HealthReports health() {
+    return health;
+  }
+
+  /** A hash array of at least {@code count} entries, from the pool; under the lock. */
+  long[] hashArray(int count) {
+    return pool.take(count);
+  }
+
+  /**
+   * Books a routed request's load and tracks it as open; under the lock.
+   *
+   * @return false, booking nothing, if the worker's registration ended (the caller checked it under this lock, so
+   *     this does not happen)
+   */
+  boolean book(Routing routing) {
+    WorkerRegistry.WorkerState state = routing.state();
+    if (!load.book(state.slot, state.generation, routing.bookedPrefillTokens, routing.hashes, routing.hashCount)) {
+      return false;
+    }
+    routing.newer = null;
+    routing.older = newest;
+    if (newest == null) {
+      oldest = routing;
+    } else {
+      newest.newer = routing;
+    }
+    newest = routing;
+    routing.tracked = true;
+    open++;
+    return true;
+  }
+
+  /**
+   * Queues a handle whose phase advanced (first token or close) for release. The release itself happens under the
+   * lock, now if the lock is free, else by the next selection before it scores anyone; either way no caller of
+   * {@link Routing#close()} ever blocks on a selection in progress.
+   */
+  void released(Routing routing) {
+    releases.offer(routing);
+    if (lock.tryLock()) {
+      try {
+        drainReleases();
+      } finally {
+        lock.unlock();
+      }
+    }
+  }
+
+  /** Applies queued releases; under the lock. */
+  void drainReleases() {
+    Routing routing;
+    while ((routing = releases.poll()) != null) {
+      apply(routing);
+    }
+  }
+
+  private void apply(Routing routing) {
+    int phase = routing.phase();
+    if (!routing.prefillReleased && phase != Routing.OPEN) {
+      prefillDone(routing);
+    }
+    if (!routing.blocksReleased && phase == Routing.CLOSED) {
+      closed(routing);
+    }
+  }
+
+  /** The first token arrived (or the request ended before it): its pending prompt tokens are released. */
+  private void prefillDone(Routing routing) {
+    routing.prefillReleased = true;
+    WorkerRegistry.WorkerState state = routing.state();
+    load.releasePrefill(state.slot, state.generation, routing.bookedPrefillTokens);
+  }
+
+  /** The request ended: its blocks are released and it stops being tracked. */
+  private void closed(Routing routing) {
+    routing.blocksReleased = true;
+    WorkerRegistry.WorkerState state = routing.state();
+    load.releaseRequest(state.slot, state.generation, routing.hashes, routing.hashCount);
+    untrack(routing);
+    pool.give(routing.hashes);
+    if (routing.probe) {
+      state.health.probeEnded(routing); // frees the probe if it ended with no success or failure reported
+    }
+  }
+
+  private void untrack(Routing routing) {
+    if (!routing.tracked) {
+      return;
+    }
+    routing.tracked = false;
+    Routing older = routing.older;
+    Routing newer = routing.newer;
+    if (older == null) {
+      oldest = newer;
+    } else {
+      older.newer = newer;
+    }
+    if (newer == null) {
+      newest = older;
+    } else {
+      newer.older = older;
+    }
+    routing.older = null;
+    routing.newer = null;
+    open--;
+  }
+
+  /**
+   * Closes bookings open longer than the booking timeout, and the oldest beyond {@value #MAX_OPEN_BOOKINGS} open
+   * ones; under the lock.
+   *
+   * @return how many were closed, for the listener (to be told after the lock is released)
+   */
+  int expire(long nowNanos) {
+    int expired = 0;
+    Routing head;
+    while ((head = oldest) != null
+        && (nowNanos - head.bookedAtNanos >= bookingTimeoutNanos || open > MAX_OPEN_BOOKINGS)) {
+      head.expire();
+      apply(head);
+      expired++;
+    }
+    return expired;
+  }
+
+  /** Bookings open now; under the lock. */
+  int openBookings() {
+    return open;
+  }
+
+  /** Bytes of hash arrays held by the pool; under the lock. */
+  long pooledBytes() {
+    return pool.bytes;
+  }
+
+  /** Reusable hash arrays for bookings, by power-of-two size, bounded in bytes per size; guarded by the lock. */
+  private static final class HashArrayPool {
+    private static final int MAX_POOLED = 256;
+    @SuppressWarnings("unchecked")
+    private final ArrayDeque<long[]>[] bySize = new ArrayDeque[32];
+    long bytes;
+
+    long[] take(int count) {
+      int bucket = bucket(count);
+      ArrayDeque<long[]> free = bySize[bucket];
+      long[] array = free == null ? null : free.pollFirst();
+      if (array == null) {
+        return new long[1 << bucket];
+      }
+      bytes -= (long) array.length * Long.BYTES;
+      return array;
+    }
+
+    void give(long[] array) {
+      int bucket = bucket(array.length);
+      if ((1 << bucket) != array.length) {
+        return;
+      }
+      int limit = (int) Math.min(MAX_POOLED, POOL_CLASS_BYTES / ((long) array.length * Long.BYTES));
+      ArrayDeque<long[]> free = bySize[bucket];
+      if (free == null) {
+        if (limit == 0) {
+          return;
+        }
+        free = bySize[bucket] = new ArrayDeque<>();
+      }
+      if (free.size() < limit) {
+        free.addFirst(array);
+        bytes += (long) array.length * Long.BYTES;
+      }
+    }
+
+    private static int bucket(int count) {
+      return count <= 1 ? 0 : 32 - Integer.numberOfLeadingZeros(count - 1);
+    }
+  }
+}
