@@ -1,6 +1,7 @@
 package io.kvroute.sim;
 
 import io.kvroute.EngineLoad;
+import io.kvroute.EventStreamState;
 import io.kvroute.KvEvent;
 import io.kvroute.Router;
 import io.kvroute.Routing;
@@ -134,6 +135,9 @@ public final class Simulation {
         engines[w] = new SimEngine(config, events -> schedule(now + eventDelayNanos, DELIVER, worker,
             new EngineOrEvents(null, events)));
         router.addWorker(Worker.of(workerIds[w]));
+        // Events reach the router in process, in order and without loss: a live stream from the start, as an
+        // events-zmq subscriber reports once connected.
+        router.reportEventStream(workerIds[w], EventStreamState.LIVE);
       }
       if (arrivals == null) {
         for (int c = 0; c < concurrency; c++) {
@@ -175,6 +179,7 @@ public final class Simulation {
             // Back with a cold cache, as a restarted pod (when idle; requests still draining keep their blocks).
             engines[o.target()].resetPrefixCache();
             router.addWorker(Worker.of(workerIds[o.target()]));
+            router.reportEventStream(workerIds[o.target()], EventStreamState.LIVE);
           }
           default -> throw new AssertionError(o);
         }
