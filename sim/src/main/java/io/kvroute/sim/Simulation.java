@@ -35,6 +35,7 @@ import org.jspecify.annotations.Nullable;
 public final class Simulation {
   /** The default delay between an engine step's end and the router applying its KV events. */
   public static final Duration DEFAULT_EVENT_DELAY = Duration.ofMillis(2);
+
   /**
    * The default interval of engine load reports: one second, the default of {@code EngineMetricsScraper} in
    * kvroute-transport-okhttp, so a simulation sees what a gateway running the scraper sees.
@@ -50,6 +51,9 @@ public final class Simulation {
   private final long eventDelayNanos;
   private final @Nullable IntToLongFunction arrivals;
   private final long loadReportNanos;
+  private final int replicas;
+  private final long periodicNanos;
+  private final @Nullable Runnable periodicTask;
   private final Map<Integer, SimEngineConfig> workerEngines;
   private final List<long[]> outages;
 
@@ -63,6 +67,9 @@ public final class Simulation {
     this.eventDelayNanos = b.eventDelay.toNanos();
     this.arrivals = b.arrivals;
     this.loadReportNanos = b.loadReportInterval.toNanos();
+    this.replicas = b.replicas;
+    this.periodicNanos = b.periodicInterval.toNanos();
+    this.periodicTask = b.periodicTask;
     this.workerEngines = Map.copyOf(b.workerEngines);
     this.outages = List.copyOf(b.outages);
   }
@@ -87,8 +94,9 @@ public final class Simulation {
   private static final int STEP_DONE = 1;
   private static final int DELIVER = 2;
   private static final int REPORT_LOAD = 3;
-  private static final int REMOVE = 4;
-  private static final int READD = 5;
+  private static final int PERIODIC = 4;
+  private static final int REMOVE = 5;
+  private static final int READD = 6;
 
   /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
   private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
@@ -114,7 +122,7 @@ public final class Simulation {
     private long now;
     private long seq;
     private int issued;
-    private Router router;
+    private Router[] routers;
 
     Occurrence schedule(long time, int kind, int target, EngineOrEvents payload) {
       Occurrence o = new Occurrence(time, seq++, kind, target, payload);
@@ -123,7 +131,10 @@ public final class Simulation {
     }
 
     SimulationResult execute() {
-      router = Objects.requireNonNull(routerFactory.apply(() -> now), "router factory returned null");
+      routers = new Router[replicas];
+      for (int r = 0; r < replicas; r++) {
+        routers[r] = Objects.requireNonNull(routerFactory.apply(() -> now), "router factory returned null");
+      }
       for (int w = 0; w < workers; w++) {
         int worker = w;
         workerIds[w] = WorkerId.of("sim-" + w);
@@ -134,10 +145,7 @@ public final class Simulation {
             .build();
         engines[w] = new SimEngine(config, events -> schedule(now + eventDelayNanos, DELIVER, worker,
             new EngineOrEvents(null, events)));
-        router.addWorker(Worker.of(workerIds[w]));
-        // Events reach the router in process, in order and without loss: a live stream from the start, as an
-        // events-zmq subscriber reports once connected.
-        router.reportEventStream(workerIds[w], EventStreamState.LIVE);
+        addWorker(w);
       }
       if (arrivals == null) {
         for (int c = 0; c < concurrency; c++) {
@@ -158,6 +166,9 @@ public final class Simulation {
       if (loadReportNanos > 0) {
         schedule(loadReportNanos, REPORT_LOAD, 0, null);
       }
+      if (periodicTask != null) {
+        schedule(periodicNanos, PERIODIC, 0, null);
+      }
       for (long[] outage : outages) {
         schedule(outage[1], REMOVE, (int) outage[0], null);
         schedule(outage[2], READD, (int) outage[0], null);
@@ -168,18 +179,29 @@ public final class Simulation {
         switch (o.kind()) {
           case SEND -> send();
           case STEP_DONE -> stepDone(o.target(), o.payload().step());
-          case DELIVER -> router.eventSink().applyAll(workerIds[o.target()], o.payload().events());
+          case DELIVER -> {
+            for (Router router : routers) {
+              router.eventSink().applyAll(workerIds[o.target()], o.payload().events());
+            }
+          }
           case REPORT_LOAD -> reportLoad();
+          case PERIODIC -> {
+            periodicTask.run();
+            if (recorder.count < requests) {
+              schedule(now + periodicNanos, PERIODIC, 0, null);
+            }
+          }
           case REMOVE -> {
             removed[o.target()] = true;
-            router.removeWorker(workerIds[o.target()]);
+            for (Router router : routers) {
+              router.removeWorker(workerIds[o.target()]);
+            }
           }
           case READD -> {
-            removed[o.target()] = false;
             // Back with a cold cache, as a restarted pod (when idle; requests still draining keep their blocks).
+            removed[o.target()] = false;
             engines[o.target()].resetPrefixCache();
-            router.addWorker(Worker.of(workerIds[o.target()]));
-            router.reportEventStream(workerIds[o.target()], EventStreamState.LIVE);
+            addWorker(o.target());
           }
           default -> throw new AssertionError(o);
         }
@@ -191,14 +213,28 @@ public final class Simulation {
       return recorder.finish(now, preemptions);
     }
 
+    /**
+     * Adds worker {@code w} to every router. Its events reach them in process, in order and without loss: a live
+     * stream from the start, as an events-zmq subscriber reports once connected.
+     */
+    private void addWorker(int w) {
+      for (Router router : routers) {
+        router.addWorker(Worker.of(workerIds[w]));
+        router.reportEventStream(workerIds[w], EventStreamState.LIVE);
+      }
+    }
+
     /** Reports every engine's load to the router, as a metrics scraper would, while requests remain. */
     private void reportLoad() {
       for (int w = 0; w < workers; w++) {
-        SimEngine e = engines[w];
         if (removed[w]) {
           continue;
         }
-        router.updateLoad(workerIds[w], new EngineLoad(e.numRunning(), e.numWaiting(), e.kvCacheUsage(), now));
+        SimEngine e = engines[w];
+        EngineLoad load = new EngineLoad(e.numRunning(), e.numWaiting(), e.kvCacheUsage(), now);
+        for (Router router : routers) {
+          router.updateLoad(workerIds[w], load);
+        }
       }
       if (recorder.count < requests) {
         schedule(now + loadReportNanos, REPORT_LOAD, 0, null);
@@ -212,7 +248,7 @@ public final class Simulation {
       int index = issued++;
       SimRequest request = workload.request(index);
       long sentAt = now;
-      Routing routing = router.select(request.promptTokens());
+      Routing routing = routers[index % replicas].select(request.promptTokens());
       Integer w = indexOf.get(routing.workerId());
       if (w == null) {
         throw new IllegalStateException("router chose an unknown worker " + routing.workerId());
@@ -278,6 +314,9 @@ public final class Simulation {
     private Duration loadReportInterval = DEFAULT_LOAD_REPORT_INTERVAL;
     private final Map<Integer, SimEngineConfig> workerEngines = new HashMap<>();
     private final List<long[]> outages = new java.util.ArrayList<>();
+    private int replicas = 1;
+    private Duration periodicInterval = Duration.ZERO;
+    private @Nullable Runnable periodicTask;
 
     private Builder() {}
 
@@ -309,6 +348,34 @@ public final class Simulation {
         throw new IllegalArgumentException("outage must satisfy 0 <= from < until but was " + from + ".." + until);
       }
       outages.add(new long[] {worker, from.toNanos(), until.toNanos()});
+      return this;
+    }
+
+    /**
+     * Routes through this many routers, each built by the {@link #router} factory, as several gateway replicas
+     * behind a load balancer: request {@code i} goes to router {@code i mod replicas}; every router gets every
+     * worker, every KV event and every load report (default 1).
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder replicas(int replicas) {
+      this.replicas = positive(replicas, "replicas");
+      return this;
+    }
+
+    /**
+     * Runs {@code task} every {@code interval} of virtual time while requests remain, on the simulation's thread
+     * between occurrences (for example to flush the replicas' load sharing in virtual time).
+     *
+     * @throws IllegalArgumentException if {@code interval} is not positive
+     */
+    public Builder periodic(Duration interval, Runnable task) {
+      Objects.requireNonNull(interval, "interval");
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("periodic interval must be positive but was " + interval);
+      }
+      this.periodicInterval = interval;
+      this.periodicTask = Objects.requireNonNull(task, "task");
       return this;
     }
 
