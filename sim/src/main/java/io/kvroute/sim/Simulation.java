@@ -210,7 +210,7 @@ public final class Simulation {
       for (SimEngine e : engines) {
         preemptions += e.preemptions();
       }
-      return recorder.finish(now, preemptions);
+      return recorder.finish(recorder.lastFinishedNanos, preemptions);
     }
 
     /**

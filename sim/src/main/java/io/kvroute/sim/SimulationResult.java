@@ -223,6 +223,7 @@ public final class SimulationResult {
     final long[] latency;
     final int[] perWorker;
     int count;
+    long lastFinishedNanos; // the run's duration ends here, not at a later load report or outage
 
     Recorder(int capacity, int workers) {
       this.capacity = capacity;
@@ -250,6 +251,7 @@ public final class SimulationResult {
       latency[index] = latencyNanos;
       perWorker[workerIndex]++;
       count++;
+      lastFinishedNanos = Math.max(lastFinishedNanos, now);
     }
 
     SimulationResult finish(long durationNanos, long preemptions) {
