@@ -51,7 +51,7 @@ final class CursorHarness implements StreamCursor.Output {
   record Reply(long seq, byte[] payload) {}
 
   final FakeTicker ticker = new FakeTicker();
-  final KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
+  final KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).maxEntries(4096).build();
   final RecordingSink sink = new RecordingSink(index);
   final SourceCounters counters = new SourceCounters();
   final StreamCursor cursor;

@@ -360,4 +360,135 @@ class KvEventSubscriberRegressionTest {
       assertNull(router.workers().find(worker).orElse(null));
     }
   }
+
+  /**
+   * Item 2: after a restart the subscriber first sees the new engine at a number above the last one it applied (the
+   * new engine's first batches were lost): the replayed batches differ from the applied ones, so the old engine's
+   * entries are purged and only the new engine's are kept.
+   */
+  @Test
+  void restartFirstSeenAheadOfTheLastSequence_purgesTheOldEngine() {
+    KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
+    WorkerId worker = WorkerId.of("restarted");
+    try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(index)
+        .replayTimeout(Duration.ofSeconds(2)).build()) {
+      String endpoint;
+      String replay;
+      try (KvEventPublisher first = KvEventPublisher.newBuilder().replayEndpoint("tcp://127.0.0.1:0").build()) {
+        endpoint = first.endpoint();
+        replay = first.replayEndpoint();
+        subscriber.addWorker(worker, endpoint, replay, "", 1);
+        subscriber.start();
+        assertTrue(first.awaitSubscribers(1, WAIT));
+        for (int i = 0; i < 10; i++) {
+          first.publish(List.of(BlockStored.of(hashes(100 * i, 2), null, tokens(1000 * i, 2), BLOCK)));
+        }
+        Await.until(() -> index.entriesOf(worker) == 20, () -> "old engine, " + subscriber.stats());
+      }
+      try (KvEventPublisher second = KvEventPublisher.newBuilder().endpoint(endpoint).replayEndpoint(replay)
+          .build()) {
+        second.dropNext(59); // published before the subscriber reconnected: in the ring only
+        for (int i = 0; i < 60; i++) {
+          if (i == 59) {
+            assertTrue(second.awaitSubscribers(1, WAIT));
+          }
+          second.publish(List.of(BlockStored.of(hashes(50_000 + 10 * i, 1), null, tokens(500_000 + 100 * i, 1),
+              BLOCK)));
+        }
+        Await.until(() -> index.entriesOf(worker) == 60, () -> "new engine only, " + subscriber.stats());
+      }
+      EventSourceStats stats = stats(subscriber, "restarted");
+      assertTrue(stats.restarts() >= 1, stats.toString());
+      for (int i = 0; i < 10; i++) {
+        assertNull(index.findMatches(index.hasher().sequenceHashes(tokens(1000 * i, 2))).get(worker));
+      }
+    }
+  }
+
+  /**
+   * Item 4: a batch over the message size limit cannot cross the replay connection either. It costs one counted
+   * purge; the rest of the replay window is recovered and replays are not cooled down.
+   */
+  @Test
+  void oversizedBatch_isSkippedWithOneCountedPurge_andTheRestOfTheReplayRecovers() {
+    KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
+    WorkerId worker = WorkerId.of("oversized");
+    try (KvEventPublisher p = KvEventPublisher.newBuilder().replayEndpoint("tcp://127.0.0.1:0").build();
+        KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(index).maxMessageSize(2_048)
+            .replayTimeout(Duration.ofMillis(300)).replayCooldown(Duration.ofHours(1)).build()) {
+      subscriber.addWorker(worker, p.endpoint(), p.replayEndpoint(), "", 1);
+      subscriber.start();
+      assertTrue(p.awaitSubscribers(1, WAIT));
+      p.publish(List.of(BlockStored.of(hashes(0, 1), null, tokens(0, 1), BLOCK)));
+      Await.until(() -> stats(subscriber, "oversized").batches() == 1, () -> "first batch");
+      long[] many = new long[400]; // about 3.6 KB on the wire
+      for (int i = 0; i < many.length; i++) {
+        many[i] = -1L - i;
+      }
+      p.dropNext(3);
+      p.publish(List.of(BlockStored.of(hashes(10, 1), null, tokens(100, 1), BLOCK)));
+      p.publish(List.of(BlockRemoved.of(many)));
+      p.publish(List.of(BlockStored.of(hashes(20, 1), null, tokens(200, 1), BLOCK)));
+      p.publish(List.of(BlockStored.of(hashes(30, 1), null, tokens(300, 1), BLOCK)));
+      Await.until(() -> stats(subscriber, "oversized").skippedBatches() == 1 && !subscriber.health().get(0)
+          .replaying(), () -> "skipped, " + subscriber.stats());
+      p.publish(List.of(BlockStored.of(hashes(40, 1), null, tokens(400, 1), BLOCK)));
+      Await.until(() -> index.entriesOf(worker) == 3, () -> "3, 4 and 5 held, " + subscriber.stats());
+      EventSourceStats stats = stats(subscriber, "oversized");
+      assertEquals(0, stats.replayFailures(), stats.toString());
+      assertEquals(1, stats.purges(), stats.toString());
+      assertNull(index.findMatches(index.hasher().sequenceHashes(tokens(0, 1))).get(worker), "purged");
+      assertEquals(1, index.findMatches(index.hasher().sequenceHashes(tokens(300, 1))).get(worker).blocks());
+    }
+  }
+
+  /** Item 5: replies that are not valid replay messages do not keep a replay open. */
+  @Test
+  void malformedReplayReplies_doNotHoldTheReplayOpen() throws Exception {
+    KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
+    try (ZContext ctx = new ZContext(1);
+        KvEventPublisher p = KvEventPublisher.newBuilder().build();
+        KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(index)
+            .replayTimeout(Duration.ofMillis(300)).build()) {
+      ZMQ.Socket router = ctx.createSocket(SocketType.ROUTER);
+      router.setReceiveTimeOut(20);
+      router.bind("tcp://127.0.0.1:*");
+      String replay = router.getLastEndpoint();
+      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      List<byte[]> peers = new CopyOnWriteArrayList<>();
+      Thread hostile = new Thread(() -> {
+        while (!stop.get()) {
+          byte[] identity = router.recv(0);
+          if (identity != null) {
+            peers.add(identity);
+            while (router.hasReceiveMore()) {
+              router.recv(0);
+            }
+          }
+          for (byte[] peer : peers) { // one-frame replies, forever
+            router.sendMore(peer);
+            router.send("not a replay message", ZMQ.DONTWAIT);
+          }
+        }
+      });
+      hostile.start();
+      try {
+        subscriber.addWorker(WorkerId.of("hostile"), p.endpoint(), replay, "", 1);
+        subscriber.start();
+        assertTrue(p.awaitSubscribers(1, WAIT));
+        p.publish(List.of(BlockRemoved.of(1)));
+        Await.until(() -> stats(subscriber, "hostile").batches() == 1, () -> "first batch");
+        p.dropNext(1);
+        p.publish(List.of(BlockRemoved.of(2)));
+        p.publish(List.of(BlockRemoved.of(3)));
+        Await.until(() -> stats(subscriber, "hostile").replayFailures() == 1
+            && stats(subscriber, "hostile").purges() == 1, () -> "failed and purged, " + subscriber.stats());
+        EventSourceStats stats = stats(subscriber, "hostile");
+        assertTrue(stats.decodeErrors() >= 1, stats.toString());
+      } finally {
+        stop.set(true);
+        hostile.join();
+      }
+    }
+  }
 }

@@ -167,7 +167,7 @@ class StreamCursorPropertyTest {
     }
     assertEquals(h.purgeReasons.size(), h.cursor.purges, "every purge is counted");
     // The index itself, against an independent one fed the engine's own events.
-    KvIndexer reference = KvIndexer.newBuilder().blockSize(CursorHarness.BLOCK).build();
+    KvIndexer reference = KvIndexer.newBuilder().blockSize(CursorHarness.BLOCK).maxEntries(4096).build();
     WorkerId w = CursorHarness.WORKER;
     reference.applyAll(w, expected);
     assertEquals(reference.entriesOf(w), h.index.entriesOf(w), "entries");
