@@ -415,7 +415,7 @@ class KvEventSubscriberRegressionTest {
     WorkerId worker = WorkerId.of("oversized");
     try (KvEventPublisher p = KvEventPublisher.newBuilder().replayEndpoint("tcp://127.0.0.1:0").build();
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(index).maxMessageSize(2_048)
-            .replayTimeout(Duration.ofMillis(300)).replayCooldown(Duration.ofHours(1)).build()) {
+            .replayTimeout(Duration.ofSeconds(1)).replayCooldown(Duration.ofHours(1)).build()) {
       subscriber.addWorker(worker, p.endpoint(), p.replayEndpoint(), "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
