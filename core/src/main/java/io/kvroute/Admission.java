@@ -154,7 +154,7 @@ final class Admission {
     untrack(routing);
     pool.give(routing.hashes);
     if (routing.probe) {
-      state.health.probeAbandoned(); // no-op unless the probe ended without a success or failure reported
+      state.health.probeEnded(routing); // frees the probe if it ended with no success or failure reported
     }
   }
 

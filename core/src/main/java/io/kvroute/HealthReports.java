@@ -46,4 +46,18 @@ final class HealthReports {
       LOG.log(Level.WARNING, "RouterListener.onHealthChanged threw; ignored", e);
     }
   }
+
+  /** Tells the listener of a handle's first token, with the time since its selection. */
+  void firstTokenArrived(Routing routing) {
+    if (listener != RouterListener.NONE) {
+      listener.onFirstToken(routing, ticker.read() - routing.bookedAtNanos);
+    }
+  }
+
+  /** Tells the listener of a handle's close, with the time since its selection. */
+  void closed(Routing routing) {
+    if (listener != RouterListener.NONE) {
+      listener.onClosed(routing, ticker.read() - routing.bookedAtNanos);
+    }
+  }
 }

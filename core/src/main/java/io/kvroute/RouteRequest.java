@@ -114,11 +114,26 @@ public final class RouteRequest {
       this.tokens = Objects.requireNonNull(tokens, "tokens");
     }
 
+    /**
+     * The model the request names: only workers serving it (or serving any model) are candidates. Default: null,
+     * any worker.
+     *
+     * @param model the model's name, or null for any
+     * @return this builder
+     */
     public Builder model(@Nullable String model) {
       this.model = model;
       return this;
     }
 
+    /**
+     * The LoRA adapter the request uses: only workers listing it in {@link Worker#loraAdapters()} are candidates,
+     * and the adapter's name enters the block hashes (as vLLM's do), so cache matches never cross adapters.
+     * Default: null, the base model.
+     *
+     * @param loraName the adapter's name, or null (or empty) for the base model
+     * @return this builder
+     */
     public Builder loraName(@Nullable String loraName) {
       this.loraName = loraName;
       return this;

@@ -83,7 +83,7 @@ public final class Router {
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
     this.ticker = b.ticker;
-    this.listener = b.listener;
+    this.listener = CompositeRouterListener.of(b.listeners);
     this.maxPromptTokens = b.maxPromptTokens;
     this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.health = new HealthReports(ticker, listener);
@@ -104,7 +104,7 @@ public final class Router {
   }
 
   /**
-   * Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listener.
+   * Returns a builder: block size 16, {@link RouterPolicy#kvAware()}, system ticker, no listeners.
    *
    * @return a new builder
    */
@@ -352,7 +352,6 @@ public final class Router {
       throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
     }
     WorkerRegistry.WorkerState chosen = candidateStates[choice];
-    boolean probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe();
     int matched = candidates.overlapBlocks(choice);
     int[] tokens = request.tokens();
     long uncached = Math.max(0, tokens.length - (long) matched * blockSize);
@@ -362,7 +361,8 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
-    routing.probe = probe;
+    // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
+    routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
     if (!admission.book(routing)) {
       throw new IllegalStateException("worker " + chosen.worker.id() + " lost its slot under the admission lock");
     }
@@ -732,7 +732,7 @@ public final class Router {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
     private Ticker ticker = Ticker.systemTicker();
-    private RouterListener listener = RouterListener.NONE;
+    private final List<RouterListener> listeners = new ArrayList<>();
     private long randomSeed = System.nanoTime();
     private int maxIndexEntries = KvIndexer.DEFAULT_MAX_ENTRIES;
     private int maxWorkers = KvIndexer.DEFAULT_MAX_WORKERS;
@@ -747,9 +747,9 @@ public final class Router {
     /**
      * The longest prompt {@link Router#select} accepts, in tokens; longer ones are rejected with
      * {@link InvalidRouteRequestException} ({@link InvalidRouteRequestException.Reason#PROMPT_TOO_LONG}). The
-     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), is at least the context window of the models
-     * engines commonly serve, so no prompt an engine could accept is refused, while it bounds the work one
-     * selection does under the admission lock (a few milliseconds at most).
+     * default, {@value Router#DEFAULT_MAX_PROMPT_TOKENS} (2^20), covers the context windows of the models engines
+     * commonly serve (up to 1M tokens; raise it for longer ones), while it bounds the work one selection does under
+     * the admission lock (about 0.4 ms at the limit) and the memory its booking holds.
      *
      * @param maxPromptTokens the bound
      * @return this builder
@@ -818,6 +818,13 @@ public final class Router {
       return this;
     }
 
+    /**
+     * How a worker is chosen among the candidates. Default: {@link RouterPolicy#kvAware()}, Dynamo's KV-aware cost with
+     * {@link KvAwareConfig#DEFAULT} (overlap weight 1.0, temperature 0: the lowest cost wins).
+     *
+     * @param policy the policy
+     * @return this builder
+     */
     public Builder policy(RouterPolicy policy) {
       this.policy = Objects.requireNonNull(policy, "policy");
       return this;
@@ -829,8 +836,16 @@ public final class Router {
       return this;
     }
 
+    /**
+     * Adds a listener for routing decisions, first tokens, closes, workers and the index; call again to add more
+     * (each call adds, none replaces). Listeners are called in the order added; one that throws is logged and
+     * skipped, and neither the others nor the router's caller see the exception. Default: none.
+     *
+     * @param listener the listener to add
+     * @return this builder
+     */
     public Builder listener(RouterListener listener) {
-      this.listener = Objects.requireNonNull(listener, "listener");
+      this.listeners.add(Objects.requireNonNull(listener, "listener"));
       return this;
     }
 

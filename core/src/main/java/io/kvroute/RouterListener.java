@@ -6,7 +6,8 @@ package io.kvroute;
  *
  * <p>Methods may run on the caller of {@link Router#select}, on event-source threads, or on threads that close
  * routing handles. Index callbacks may run while the index holds its write lock: do not call back into the router.
- * All methods default to doing nothing; {@link #NONE} is the no-op instance.
+ * All methods default to doing nothing; {@link #NONE} is the no-op instance. A router may have several listeners (see
+ * {@link Router.Builder#listener}); one that throws is logged and skipped, never breaking the router or the others.
  */
 public interface RouterListener {
   /** A listener that ignores everything. */
@@ -14,6 +15,26 @@ public interface RouterListener {
 
   /** A request was routed. */
   default void onRouted(Routing routing) {}
+
+  /**
+   * The routed request's first output token arrived ({@link Routing#firstToken()} was called for the first time).
+   * With {@link Routing#worker()}, {@link Routing#policy()} and {@link Routing#predictedCachedTokens()} this is all
+   * a time-to-first-token histogram needs.
+   *
+   * @param routing the request's handle
+   * @param elapsedNanos nanoseconds from its selection to the first token, by the router's ticker
+   */
+  default void onFirstToken(Routing routing, long elapsedNanos) {}
+
+  /**
+   * The routed request's handle was closed for the first time by {@link Routing#close()}: it completed, failed or
+   * was cancelled. A booking that expires because its handle was never closed is counted by
+   * {@link #onBookingsExpired} instead, and closing its handle later reports nothing.
+   *
+   * @param routing the request's handle
+   * @param elapsedNanos nanoseconds from its selection to the close, by the router's ticker
+   */
+  default void onClosed(Routing routing, long elapsedNanos) {}
 
   /** A request found no eligible worker. */
   default void onNoWorker(RouteRequest request) {}

@@ -114,13 +114,18 @@ public final class Routing implements AutoCloseable {
     return state;
   }
 
-  /** Marks the first output token: the worker's pending prompt tokens for this request are released. */
+  /**
+   * Marks the first output token: the worker's pending prompt tokens for this request are released. If the worker
+   * is not {@link HealthState#HEALTHY}, this also reports a success for it ({@link Router#reportSuccess}): a token
+   * proves it alive, and readmits it if this request was its half-open probe.
+   */
   public void firstToken() {
     if (PHASE.compareAndSet(this, OPEN, PREFILLED)) {
       admission.released(this);
       if (state.health.state() != HealthState.HEALTHY) {
         admission.health().success(state); // a token arrived: the worker is alive
       }
+      admission.health().firstTokenArrived(this);
     }
   }
 
@@ -129,6 +134,7 @@ public final class Routing implements AutoCloseable {
   public void close() {
     if ((int) PHASE.getAndSet(this, CLOSED) != CLOSED) {
       admission.released(this);
+      admission.health().closed(this);
     }
   }
 

@@ -122,16 +122,38 @@ public final class Worker {
       this.id = Objects.requireNonNull(id, "id");
     }
 
+    /**
+     * Sets a named endpoint, replacing one of the same name, for example {@link Worker#HTTP} or {@code kv-events}.
+     * Default: no endpoints (an in-process worker).
+     *
+     * @param name the endpoint's name
+     * @param uri where it is
+     * @return this builder
+     */
     public Builder endpoint(String name, URI uri) {
       endpoints.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(uri, "uri"));
       return this;
     }
 
+    /**
+     * Sets a free-form label, replacing one with the same key; the router does not interpret labels. Default: none.
+     *
+     * @param key the label's key
+     * @param value its value
+     * @return this builder
+     */
     public Builder label(String key, String value) {
       labels.put(Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));
       return this;
     }
 
+    /**
+     * The model this worker serves: requests naming another model are not routed to it. Default: null, which
+     * serves requests for any model.
+     *
+     * @param model the served model's name, or null for any
+     * @return this builder
+     */
     public Builder model(@Nullable String model) {
       this.model = model;
       return this;

@@ -20,6 +20,7 @@ final class WorkerHealth {
   private volatile boolean probing;
   // Guarded by this.
   private HealthState byFailures = HealthState.HEALTHY;
+  private @Nullable Object probe; // the request let through as the probe, while `probing`
   private boolean draining;
   private int consecutiveFailures;
   private int ejections;
@@ -54,17 +55,24 @@ final class WorkerHealth {
    *
    * @return whether this request is the probe (false: the worker is no longer ejected)
    */
-  synchronized boolean beginProbe() {
+  synchronized boolean beginProbe(Object request) {
     if (byFailures != HealthState.EJECTED) {
       return false;
     }
     probing = true;
+    probe = request;
     return true;
   }
 
-  /** The probe request ended without a success or failure being reported: let another one through. */
-  synchronized void probeAbandoned() {
-    probing = false;
+  /**
+   * The request ended; if it is still the probe (no success or failure was reported for it), let another one
+   * through. A late end of an earlier probe never frees a later one.
+   */
+  synchronized void probeEnded(Object request) {
+    if (probe == request) {
+      probing = false;
+      probe = null;
+    }
   }
 
   @Nullable Change success(long nowNanos) {
@@ -78,6 +86,7 @@ final class WorkerHealth {
         return null; // a request begun before the ejection: no evidence the worker recovered
       }
       probing = false;
+      probe = null;
       healthySinceNanos = nowNanos;
     } else if (ejections > 0 && nowNanos - healthySinceNanos >= config.maxBackoffNanos) {
       ejections = 0; // healthy for a full maximum backoff: the next ejection starts from the initial backoff
@@ -121,6 +130,7 @@ final class WorkerHealth {
     long backoff = config.backoffNanos(ejections);
     byFailures = HealthState.EJECTED;
     probing = false;
+    probe = null;
     probeAtNanos = nowNanos + backoff;
     return why + kind.name() + "; ejected for " + (backoff / 1_000_000) + " ms";
   }

@@ -181,8 +181,11 @@ public final class WorkerRegistry {
       this.health = health;
     }
 
-    /** Re-derives {@link #approximate} from the stream state and whether an event arrived. */
-    void updateMode() {
+    /**
+     * Re-derives {@link #approximate} from the stream state and whether an event arrived; synchronized so that the
+     * last of two racing updates (a first event, a stream report) writes what both wrote before it.
+     */
+    synchronized void updateMode() {
       approximate = !eventStream.trustsIndex(eventSeen);
     }
   }

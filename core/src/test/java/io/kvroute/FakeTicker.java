@@ -1,20 +1,22 @@
 package io.kvroute;
 
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicLong;
 
-/** A manually advanced {@link Ticker} for tests; thread-safe. */
+/**
+ * A manually advanced {@link Ticker} for tests; thread-safe. Kept for the tests that name it in this package; it
+ * delegates to kvroute-testkit's {@link io.kvroute.testkit.FakeTicker}.
+ */
 public final class FakeTicker implements Ticker {
-  private final AtomicLong nanos = new AtomicLong();
+  private final io.kvroute.testkit.FakeTicker delegate = new io.kvroute.testkit.FakeTicker();
 
   @Override
   public long read() {
-    return nanos.get();
+    return delegate.read();
   }
 
   /** Moves time forward. */
   public FakeTicker advance(Duration duration) {
-    nanos.addAndGet(duration.toNanos());
+    delegate.advance(duration);
     return this;
   }
 }

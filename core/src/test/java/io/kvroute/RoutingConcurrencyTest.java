@@ -91,6 +91,7 @@ class RoutingConcurrencyTest {
       assertEquals(0, router.activeRequests(id), "requests left on " + id);
       assertEquals(0, router.pendingPrefillTokens(id), "prefill left on " + id);
     }
+    assertEquals(0, router.overReleases(), "a booking was released twice");
     assertEquals(stable.size(), router.workers().size());
     assertTrue(router.indexer().stats().entries() <= 5_000);
     assertTrue(router.indexer().stats().entriesPerWorker().keySet().stream().allMatch(stable::contains),

@@ -143,6 +143,53 @@ class WorkerHealthTest {
   }
 
   @Test
+  void aLateCloseOfAnEarlierProbeDoesNotLetASecondProbeThrough() {
+    Router router = router(A, B);
+    for (int i = 0; i < 3; i++) {
+      router.reportFailure(A, FailureKind.CONNECT_FAILED);
+    }
+    ticker.advance(Duration.ofSeconds(1));
+    Routing first = router.select(RouteRequest.newBuilder(Fixtures.prompt(1, 64)).allowedWorkers(Set.of(A))
+        .build());
+    router.reportSuccess(A); // the first probe succeeded, its stream goes on
+    for (int i = 0; i < 3; i++) {
+      router.reportFailure(A, FailureKind.CONNECT_FAILED);
+    }
+    ticker.advance(Duration.ofSeconds(2)); // the second ejection in a row backs off twice as long
+    Routing second = router.select(RouteRequest.newBuilder(Fixtures.prompt(2, 64)).allowedWorkers(Set.of(A))
+        .build());
+    first.close(); // late: must not free the second probe's claim
+    assertEquals(Set.of(B), routedTo(router, 20, 900), "one probe at a time");
+    second.close();
+    assertThrows(NoWorkerAvailableException.class, () -> {
+      for (int i = 0; i < 20; i++) {
+        router.select(RouteRequest.newBuilder(Fixtures.prompt(3 + i, 64)).allowedWorkers(Set.of(A)).build());
+      }
+    }, "after the second probe ended, exactly one more may probe");
+  }
+
+  @Test
+  void aWorkerHealthyForTheLongestBackoffStartsAgainFromTheFirstBackoff() {
+    Router router = router(A, B);
+    for (int round = 0; round < 3; round++) { // three ejections in a row: 1 s, 2 s, 4 s
+      for (int i = 0; i < 3; i++) {
+        router.reportFailure(A, FailureKind.CONNECT_FAILED);
+      }
+      ticker.advance(Duration.ofSeconds(1L << round));
+      router.reportSuccess(A);
+      assertEquals(HealthState.HEALTHY, router.health(A), "round " + round);
+    }
+    ticker.advance(Router.DEFAULT_MAX_BACKOFF);
+    router.reportSuccess(A); // healthy for 30 s: the ejection count is forgotten
+    for (int i = 0; i < 3; i++) {
+      router.reportFailure(A, FailureKind.CONNECT_FAILED);
+    }
+    ticker.advance(Duration.ofSeconds(1));
+    router.reportSuccess(A);
+    assertEquals(HealthState.HEALTHY, router.health(A), "back to the 1 s backoff");
+  }
+
+  @Test
   void firstTokenOfAProbeReadmitsTheWorker() {
     Router router = router(A);
     for (int i = 0; i < 3; i++) {

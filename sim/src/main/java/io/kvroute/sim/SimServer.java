@@ -28,6 +28,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
@@ -65,6 +66,7 @@ public final class SimServer implements AutoCloseable {
   private final ExecutorService executor;
   private final @Nullable KvEventPublisher publisher;
   private final Consumer<List<KvEvent>> eventListener;
+  private final BiConsumer<String, @Nullable String> requestListener;
   private final Thread engineThread;
   private final Object lock = new Object();
   private final Set<EngineRequest> inFlight = ConcurrentHashMap.newKeySet();
@@ -84,6 +86,7 @@ public final class SimServer implements AutoCloseable {
     this.config = b.engine;
     this.speedup = b.speedup;
     this.eventListener = b.eventListener;
+    this.requestListener = b.requestListener;
     this.publisher = b.kvEvents
         ? KvEventPublisher.newBuilder()
             .endpoint(b.kvEventsEndpoint)
@@ -272,7 +275,8 @@ public final class SimServer implements AutoCloseable {
 
   // ---- HTTP ----
 
-  private void handle(HttpExchange exchange) {
+  private void handle(HttpExchange exchange) throws IOException {
+    boolean abort = false;
     try {
       String path = exchange.getRequestURI().getPath();
       String method = exchange.getRequestMethod();
@@ -318,6 +322,9 @@ public final class SimServer implements AutoCloseable {
         }
         default -> error(exchange, 404, "Not found: " + path, null);
       }
+    } catch (AbortConnection e) {
+      abort = true;
+      throw e; // the JDK server closes the connection without ending the response (no last chunk)
     } catch (BadRequest e) {
       try {
         error(exchange, e.status, e.getMessage(), e.param);
@@ -334,7 +341,9 @@ public final class SimServer implements AutoCloseable {
         // headers already sent or the client went away
       }
     } finally {
-      exchange.close();
+      if (!abort) {
+        exchange.close();
+      }
     }
   }
 
@@ -348,6 +357,11 @@ public final class SimServer implements AutoCloseable {
   }
 
   private void generate(HttpExchange exchange, boolean chat) throws IOException {
+    try {
+      requestListener.accept(exchange.getRequestURI().getPath(), exchange.getRequestHeaders().getFirst("X-Request-Id"));
+    } catch (RuntimeException e) {
+      logger.log(WARNING, "request listener failed", e);
+    }
     Map<String, Object> body = readJsonObject(exchange);
     checkModel(body);
     int[] prompt = chat ? chatTokens(body) : promptTokens(body);
@@ -437,16 +451,25 @@ public final class SimServer implements AutoCloseable {
       writeEvent(out, chunk(object, id, chat, delta, null));
     }
     int taken = 0;
-    while (true) {
-      Object next = pending.take();
-      if (next == END) {
-        break;
+    try {
+      while (true) {
+        Object next = pending.take();
+        if (next == END) {
+          break;
+        }
+        String word = " " + config.tokenizer().word((Integer) next);
+        boolean last = ++taken == request.maxTokens;
+        writeEvent(out, chunk(object, id, chat, chat ? Map.of("content", word) : word, last ? "length" : null));
       }
-      String word = " " + config.tokenizer().word((Integer) next);
-      boolean last = ++taken == request.maxTokens;
-      writeEvent(out, chunk(object, id, chat, chat ? Map.of("content", word) : word, last ? "length" : null));
+    } catch (IOException e) {
+      throw new AbortConnection("the stream failed after " + taken + " tokens: " + e, e);
     }
-    if (request.state != EngineRequest.State.ABORTED && includeUsage) {
+    if (request.state == EngineRequest.State.ABORTED) {
+      // Shutting down mid-stream: vLLM's server dies with its connections, so the client sees the stream break,
+      // never a "data: [DONE]" that would make a truncated answer look complete.
+      throw new AbortConnection("the server is shutting down; aborting a stream after " + taken + " tokens", null);
+    }
+    if (includeUsage) {
       Map<String, Object> usageChunk = envelope(object, id);
       usageChunk.put("choices", List.of());
       usageChunk.put("usage", usage(request));
@@ -713,6 +736,18 @@ public final class SimServer implements AutoCloseable {
     send(exchange, status, "application/json", Json.write(Map.of("error", error)));
   }
 
+  /**
+   * A response that must not end normally: thrown out of the handler without closing the exchange, so that the
+   * JDK server closes the connection and the client sees the stream break (for chunked bodies, no last chunk).
+   */
+  private static final class AbortConnection extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    AbortConnection(String message, @Nullable Throwable cause) {
+      super(message, cause);
+    }
+  }
+
   /** A client error, answered with an OpenAI-style JSON error body. */
   private static final class BadRequest extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -778,6 +813,7 @@ public final class SimServer implements AutoCloseable {
     private int dataParallelRank;
     private WireFormat wireFormat = WireFormat.MAP;
     private Consumer<List<KvEvent>> eventListener = events -> {};
+    private BiConsumer<String, @Nullable String> requestListener = (path, requestId) -> {};
 
     private Builder() {}
 
@@ -860,6 +896,16 @@ public final class SimServer implements AutoCloseable {
      */
     public Builder eventListener(Consumer<List<KvEvent>> listener) {
       this.eventListener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Also tells {@code listener} of every generation request ({@code /v1/completions},
+     * {@code /v1/chat/completions}) as it arrives, before its body is read: its path and its {@code X-Request-Id}
+     * header (or null). Called on the HTTP thread; it must be fast. Fault tests count requests with it.
+     */
+    public Builder requestListener(BiConsumer<String, @Nullable String> listener) {
+      this.requestListener = Objects.requireNonNull(listener, "listener");
       return this;
     }
 

@@ -300,4 +300,66 @@ class SimServerTest {
     assertEquals("127.0.0.1", base.getHost());
     assertTrue(base.getPort() > 0);
   }
+
+  /**
+   * vLLM dies with its connections, so a stream cut by a shutdown must look cut: the raw bytes on the wire hold some
+   * tokens, then the connection closes without {@code data: [DONE]} and without the chunked body's last chunk.
+   */
+  @Test
+  void shutdownMidStreamAbortsTheConnectionInsteadOfSendingDone() throws Exception {
+    SimServer dying = SimServer.newBuilder()
+        .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
+        .kvEvents(false)
+        .speedup(1) // about 10 ms per decode step: 2000 tokens would take 20 s
+        .start();
+    String body = "{\"model\":\"sim-model\",\"prompt\":\"" + words("cut", 20) + "\",\"max_tokens\":2000,"
+        + "\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+    byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    try (java.net.Socket socket = new java.net.Socket(dying.baseUri().getHost(), dying.port())) {
+      socket.setSoTimeout(20_000);
+      java.io.OutputStream out = socket.getOutputStream();
+      out.write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+          + bytes.length + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      out.write(bytes);
+      out.flush();
+      java.io.InputStream in = socket.getInputStream();
+      java.io.ByteArrayOutputStream received = new java.io.ByteArrayOutputStream();
+      byte[] buffer = new byte[8192];
+      while (count(received.toString(java.nio.charset.StandardCharsets.UTF_8), "data: {") < 3) {
+        int n = in.read(buffer);
+        assertTrue(n > 0, "the stream ended before 3 events: " + received);
+        received.write(buffer, 0, n);
+      }
+      dying.close(); // as the SIGTERM hook of SimMain does
+      for (int n; (n = readOrReset(in, buffer)) > 0; ) {
+        received.write(buffer, 0, n);
+      }
+      String wire = received.toString(java.nio.charset.StandardCharsets.UTF_8);
+      assertTrue(wire.startsWith("HTTP/1.1 200"), wire);
+      assertTrue(wire.contains("Transfer-encoding: chunked") || wire.toLowerCase(java.util.Locale.ROOT)
+          .contains("transfer-encoding: chunked"), wire);
+      assertTrue(!wire.contains("[DONE]"), "a cut stream claimed completion: " + wire);
+      assertTrue(!wire.contains("\"usage\""), "a cut stream sent usage: " + wire);
+      assertTrue(!wire.endsWith("0\r\n\r\n"), "the chunked body ended normally: " + wire);
+      assertTrue(count(wire, "data: {") < 2000, wire);
+    } finally {
+      dying.close();
+    }
+  }
+
+  private static int readOrReset(java.io.InputStream in, byte[] buffer) throws IOException {
+    try {
+      return in.read(buffer);
+    } catch (java.net.SocketException reset) {
+      return -1; // a reset is an abort too
+    }
+  }
+
+  private static int count(String s, String part) {
+    int n = 0;
+    for (int i = s.indexOf(part); i >= 0; i = s.indexOf(part, i + part.length())) {
+      n++;
+    }
+    return n;
+  }
 }

@@ -98,6 +98,11 @@ class DecoderFuzzTest {
         List<KvEvent> events = recording.events(worker);
         return !events.isEmpty() && events.get(events.size() - 1).equals(KvEvent.BlockRemoved.of(-42));
       }, () -> "the sentinel, now " + subscriber.stats());
+      // The sink sees the sentinel just before the I/O thread counts its batch: wait for the count too.
+      Await.until(() -> {
+        EventSourceStats s = subscriber.stats(worker).orElseThrow();
+        return s.batches() + s.decodeErrors() + s.unacceptedBatches() >= messages + 1;
+      }, () -> "every message counted, now " + subscriber.stats());
       EventSourceStats stats = subscriber.stats(WorkerId.of("fuzzed")).orElseThrow();
       // A mutated rank names a rank the source does not have: dropped and counted, never applied.
       assertEquals(messages + 1, stats.batches() + stats.decodeErrors() + stats.unacceptedBatches(),

@@ -1,6 +1,7 @@
 package io.kvroute.transport.okhttp;
 
 import io.kvroute.RouteRequest;
+import io.kvroute.openai.OpenAiRequest;
 import java.util.Objects;
 import java.util.function.Consumer;
 import okhttp3.Headers;
@@ -29,6 +30,7 @@ public final class ForwardRequest {
   private final String contentType;
   private final @Nullable String model;
   private final Consumer<RouteRequest.Builder> routeOptions;
+  private volatile @Nullable OpenAiRequest parsedBody;
 
   private ForwardRequest(Builder b) {
     this.path = b.path;
@@ -38,6 +40,7 @@ public final class ForwardRequest {
     this.contentType = b.contentType;
     this.model = b.model;
     this.routeOptions = b.routeOptions;
+    this.parsedBody = b.parsedBody;
   }
 
   /**
@@ -86,6 +89,23 @@ public final class ForwardRequest {
     return routeOptions;
   }
 
+  /**
+   * The body read as an OpenAI-compatible request ({@link OpenAiRequest#model()}, {@link OpenAiRequest#stream()},
+   * the prompt): the one given to {@link Builder#parsedBody}, else the body parsed once, on the first call.
+   *
+   * @return the parsed body
+   * @throws io.kvroute.openai.JsonException if the body is not a JSON object
+   * @throws io.kvroute.openai.OpenAiRequestException if its {@code model} or {@code stream} has the wrong type
+   */
+  public OpenAiRequest parsedBody() {
+    OpenAiRequest parsed = parsedBody;
+    if (parsed == null) {
+      parsed = OpenAiRequest.parse(body);
+      parsedBody = parsed;
+    }
+    return parsed;
+  }
+
   @Override
   public String toString() {
     return "ForwardRequest{" + path + ", " + body.length + " bytes" + (tokens == null ? "" : ", " + tokens.length
@@ -101,6 +121,7 @@ public final class ForwardRequest {
     private String contentType = DEFAULT_CONTENT_TYPE;
     private @Nullable String model;
     private Consumer<RouteRequest.Builder> routeOptions = b -> {};
+    private @Nullable OpenAiRequest parsedBody;
 
     private Builder(String path, byte[] body) {
       this.path = Urls.checkPath(Objects.requireNonNull(path, "path"), "path");
@@ -163,6 +184,18 @@ public final class ForwardRequest {
      */
     public Builder routeOptions(Consumer<RouteRequest.Builder> routeOptions) {
       this.routeOptions = Objects.requireNonNull(routeOptions, "routeOptions");
+      return this;
+    }
+
+    /**
+     * The body as the gateway already parsed it, so that {@link ForwardRequest#parsedBody()} does not parse it
+     * again; it must be the parse of this builder's body. Default: none (parsed when first asked for).
+     *
+     * @param parsedBody the parsed body
+     * @return this builder
+     */
+    public Builder parsedBody(OpenAiRequest parsedBody) {
+      this.parsedBody = Objects.requireNonNull(parsedBody, "parsedBody");
       return this;
     }
 

@@ -238,35 +238,114 @@ final class PrometheusText {
     }
   }
 
-  /** Parses a sample value as Prometheus does (Go's ParseFloat: NaN and Inf in any case, optional sign). */
+  /**
+   * Parses a sample value with the grammar of Go's {@code strconv.ParseFloat}, which the Prometheus text format
+   * prescribes: an optional sign, then either a decimal number ({@code 1}, {@code 1.}, {@code .5}, {@code 1.5e-3})
+   * or a hexadecimal one with a mandatory binary exponent ({@code 0x1.8p3}); {@code _} only between digits (or after
+   * the {@code 0x} prefix); {@code Inf} and {@code Infinity} with an optional sign and {@code NaN} without one, in
+   * any case. A finite number too large for a double is refused, as Go refuses it with {@code ErrRange}. Everything
+   * else ({@code --3}, {@code +-3}, {@code 1e}, {@code .}, {@code 1d}, {@code +NaN}, {@code 0x10}) is malformed.
+   */
   static double parseValue(String token) throws Malformed {
-    String t = token;
+    int n = token.length();
+    int i = 0;
     boolean negative = false;
-    if (t.startsWith("+") || t.startsWith("-")) {
-      negative = t.charAt(0) == '-';
-      t = t.substring(1);
+    if (i < n && (token.charAt(i) == '+' || token.charAt(i) == '-')) {
+      negative = token.charAt(i) == '-';
+      i++;
     }
-    if (t.equalsIgnoreCase("inf") || t.equalsIgnoreCase("infinity")) {
+    String rest = token.substring(i);
+    if (rest.equalsIgnoreCase("inf") || rest.equalsIgnoreCase("infinity")) {
       return negative ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY;
     }
-    if (t.equalsIgnoreCase("nan")) {
+    if (rest.equalsIgnoreCase("nan") && i == 0) {
       return Double.NaN;
     }
-    if (t.isEmpty()) {
-      throw MALFORMED;
+    boolean hex = rest.length() >= 2 && rest.charAt(0) == '0' && (rest.charAt(1) == 'x' || rest.charAt(1) == 'X');
+    if (rest.indexOf('_') >= 0) {
+      if (!underscoresSeparateDigits(rest, hex)) {
+        throw MALFORMED;
+      }
+      rest = rest.replace("_", "");
     }
-    for (int i = 0; i < t.length(); i++) {
-      char c = t.charAt(i);
-      if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
-        throw MALFORMED; // rejects Java-only forms such as "1d", "0x1p3" and "1f"
+    int p = hex ? 2 : 0;
+    int len = rest.length();
+    int mantissaDigits = 0;
+    while (p < len && isDigit(rest.charAt(p), hex)) {
+      p++;
+      mantissaDigits++;
+    }
+    if (p < len && rest.charAt(p) == '.') {
+      p++;
+      while (p < len && isDigit(rest.charAt(p), hex)) {
+        p++;
+        mantissaDigits++;
       }
     }
+    if (mantissaDigits == 0) {
+      throw MALFORMED; // no digits: "", "-", ".", "--3", "+-3", "0x.p1"
+    }
+    char exponent = hex ? 'p' : 'e';
+    if (p < len && Character.toLowerCase(rest.charAt(p)) == exponent) {
+      p++;
+      if (p < len && (rest.charAt(p) == '+' || rest.charAt(p) == '-')) {
+        p++;
+      }
+      int exponentDigits = 0;
+      while (p < len && isDigit(rest.charAt(p), false)) {
+        p++;
+        exponentDigits++;
+      }
+      if (exponentDigits == 0) {
+        throw MALFORMED; // "1e", "1e+"
+      }
+    } else if (hex) {
+      throw MALFORMED; // Go requires the 'p' exponent of a hexadecimal mantissa
+    }
+    if (p != len) {
+      throw MALFORMED; // trailing characters: "1d", "1f", "3-", "1.2.3"
+    }
+    double v;
     try {
-      double v = Double.parseDouble(t);
-      return negative ? -v : v;
+      v = Double.parseDouble(rest); // the grammar above is a subset of Java's, without its suffixes
     } catch (NumberFormatException e) {
       throw MALFORMED;
     }
+    if (Double.isInfinite(v)) {
+      throw MALFORMED; // out of range ("1e400"): Go's ParseFloat fails with ErrRange
+    }
+    return negative ? -v : v;
+  }
+
+  private static boolean isDigit(char c, boolean hex) {
+    return (c >= '0' && c <= '9') || (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
+  }
+
+  /** Go's rule: each {@code _} follows a digit (or the base prefix) and is followed by a digit. */
+  private static boolean underscoresSeparateDigits(String s, boolean hex) {
+    char saw = '^'; // '^' start, '0' digit or base prefix, '_' underscore, '!' anything else
+    int i = 0;
+    if (hex) {
+      i = 2;
+      saw = '0';
+    }
+    for (; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (isDigit(c, hex)) {
+        saw = '0';
+      } else if (c == '_') {
+        if (saw != '0') {
+          return false;
+        }
+        saw = '_';
+      } else {
+        if (saw == '_') {
+          return false;
+        }
+        saw = '!';
+      }
+    }
+    return saw != '_';
   }
 
   private static long parseTimestamp(String token) throws Malformed {

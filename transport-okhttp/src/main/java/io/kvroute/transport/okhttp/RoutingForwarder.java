@@ -302,20 +302,51 @@ public final class RoutingForwarder {
   }
 
   /**
-   * Headers not sent upstream: hop-by-hop headers, and those OkHttp sets itself for this connection and body
-   * ({@code Host}, {@code Content-Length}, {@code Accept-Encoding}: OkHttp negotiates gzip and decompresses, so the
-   * first token can be seen in the stream).
+   * Headers not sent upstream: hop-by-hop headers (RFC 9110 section 7.6.1, and the legacy {@code Keep-Alive},
+   * {@code Proxy-Connection}), and those OkHttp sets itself for this connection and body ({@code Host},
+   * {@code Content-Length}, {@code Content-Type}, {@code Accept-Encoding}: OkHttp negotiates gzip and decompresses,
+   * so the first token can be seen in the stream). Headers named in a {@code Connection} header are hop-by-hop too.
    */
   static final Set<String> NOT_FORWARDED = Set.of("host", "content-length", "content-type", "transfer-encoding",
-      "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade",
-      "accept-encoding");
+      "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer",
+      "upgrade", "accept-encoding");
 
+  /**
+   * The headers to send upstream: all but {@link #NOT_FORWARDED} and those the {@code Connection} header names.
+   * Values may hold non-ASCII text (sent as UTF-8, as OkHttp's lenient headers), never control characters.
+   *
+   * @throws IllegalArgumentException if a value holds CR, LF, NUL or another control character but tab (which
+   *     would split the header on the wire), naming the header
+   */
   static Headers forwardable(Headers headers) {
+    Set<String> connectionOptions = Set.of();
+    for (String value : headers.values("Connection")) {
+      for (String option : value.split(",", -1)) {
+        String name = option.strip().toLowerCase(Locale.ROOT);
+        if (!name.isEmpty()) {
+          if (connectionOptions.isEmpty()) {
+            connectionOptions = new HashSet<>();
+          }
+          connectionOptions.add(name);
+        }
+      }
+    }
     Headers.Builder kept = new Headers.Builder();
     for (int i = 0; i < headers.size(); i++) {
-      if (!NOT_FORWARDED.contains(headers.name(i).toLowerCase(Locale.ROOT))) {
-        kept.addUnsafeNonAscii(headers.name(i), headers.value(i));
+      String name = headers.name(i);
+      String lower = name.toLowerCase(Locale.ROOT);
+      if (NOT_FORWARDED.contains(lower) || connectionOptions.contains(lower)) {
+        continue;
       }
+      String value = headers.value(i);
+      for (int j = 0; j < value.length(); j++) {
+        char c = value.charAt(j);
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+          throw new IllegalArgumentException("header " + name + " holds a control character (0x"
+              + Integer.toHexString(c) + ") at index " + j + "; it is not forwarded");
+        }
+      }
+      kept.addUnsafeNonAscii(name, value);
     }
     return kept.build();
   }

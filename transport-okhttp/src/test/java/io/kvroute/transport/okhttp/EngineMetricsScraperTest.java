@@ -99,6 +99,8 @@ class EngineMetricsScraperTest {
         EngineLoad busyLoad = router.workers().engineLoad(busyId);
         assertEquals(0, busyLoad.waiting());
         assertTrue(busyLoad.kvCacheUsage() > 0, "blocks are held while running: " + busyLoad);
+        // The two workers are scraped independently: the idle one's first scrape may land a moment later.
+        await(() -> router.workers().engineLoad(idleId) != null, "the idle worker's first scrape");
         EngineLoad idleLoad = router.workers().engineLoad(idleId);
         assertEquals(new EngineLoad(0, 0, 0.0, idleLoad.observedAtNanos()), idleLoad);
         assertTrue(done.await(30, TimeUnit.SECONDS), "the requests finished");

@@ -135,7 +135,7 @@ class PrometheusTextTest {
 
   @ParameterizedTest
   @ValueSource(strings = {
-      "m{a=\"b\" 1", "m{a=b} 1", "m{a=\"b\"}1", "{} 1", "m 1 2 3", "m 1d", "m 0x1p3", "9m 1", "m",
+      "m{a=\"b\" 1", "m{a=b} 1", "m{a=\"b\"}1", "{} 1", "m 1 2 3", "m 1d", "m 0x10", "9m 1", "m",
       "m{a=\"1\",a=\"2\"} 1",
       "m{a=\"unterminated} 1", "m 1 notatime", "m-1 2", "m{=\"x\"} 1", "m +", "\u0000\u0001 1", "m{a=\"x\"}"})
   void countsAndSkipsMalformedLines(String line) {
@@ -143,6 +143,32 @@ class PrometheusTextTest {
     int malformed = PrometheusText.parse("good 1\n" + line + "\nalso_good 2\n", n -> true, samples::add);
     assertEquals(1, malformed, line);
     assertEquals(List.of("good", "also_good"), samples.stream().map(PrometheusText.Sample::name).toList());
+  }
+
+  /** Values Go's {@code strconv.ParseFloat} refuses, so Prometheus refuses the line; each was read as a number. */
+  @ParameterizedTest
+  @ValueSource(strings = {"--3", "+-3", "-+3", "++1", "3-", "1e", "1e+", ".", "-.", "1.2.3", "1e5e5", "1d", "1f",
+      "0x10", "0x1.8", "0xp1", "+NaN", "-nan", "1__0", "_1", "1_", "1_.5", "1e400", "-1e400", "0x1p99999", "Infx",
+      "in", "1 e3", "e3", "0x", "٣"})
+  void valuesOutsideGosFloatSyntaxAreMalformed(String value) {
+    List<PrometheusText.Sample> samples = new ArrayList<>();
+    int malformed = PrometheusText.parse("m " + value + "\n", n -> true, samples::add);
+    assertEquals(1, malformed, value);
+    assertEquals(List.of(), samples, value);
+  }
+
+  /** Go's float syntax (decimal, hexadecimal with a binary exponent, digit-separating underscores, Inf, NaN). */
+  @ParameterizedTest
+  @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', value = {
+      "3|3", "-3|-3", "+3|3", "1.|1", ".5|0.5", "-.5|-0.5", "1.5e3|1500", "1.5E-3|0.0015", "2e+2|200",
+      "0x1p3|8", "0X1.8P1|3", "-0x.8p1|-1", "0x1p-2|0.25", "1_000|1000", "1_0.2_5|10.25", "1e1_0|1e10",
+      "0x_1p0|1", "+Inf|Infinity", "-inf|-Infinity", "infinity|Infinity", "-Infinity|-Infinity", "NaN|NaN",
+      "nan|NaN", "1e-400|0", "-0|-0.0"})
+  void valuesInGosFloatSyntaxAreRead(String value, double expected) {
+    List<PrometheusText.Sample> samples = new ArrayList<>();
+    assertEquals(0, PrometheusText.parse("m " + value + "\n", n -> true, samples::add), value);
+    assertEquals(1, samples.size(), value);
+    assertEquals(expected, samples.get(0).value(), value);
   }
 
   @Test

@@ -1,0 +1,160 @@
+package io.kvroute;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The first-token and close callbacks, and several listeners on one router. */
+class RouterListenerTest {
+  private static final WorkerId A = WorkerId.of("a");
+  private final FakeTicker ticker = new FakeTicker();
+
+  /** Records every lifecycle callback as text. */
+  private static final class Recorder implements RouterListener {
+    final List<String> calls = Collections.synchronizedList(new ArrayList<>());
+
+    @Override
+    public void onRouted(Routing routing) {
+      calls.add("routed " + routing.workerId().name() + " " + routing.predictedCachedTokens());
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      calls.add("first " + routing.workerId().name() + " " + elapsedNanos + " " + routing.predictedCachedTokens());
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      calls.add("closed " + routing.workerId().name() + " " + elapsedNanos);
+    }
+
+    @Override
+    public void onWorkerAdded(Worker worker) {
+      calls.add("added " + worker.id().name());
+    }
+  }
+
+  /** Throws from every callback. */
+  private static final class Thrower implements RouterListener {
+    @Override
+    public void onRouted(Routing routing) {
+      throw new IllegalStateException("boom");
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      throw new IllegalStateException("boom");
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      throw new IllegalStateException("boom");
+    }
+
+    @Override
+    public void onWorkerAdded(Worker worker) {
+      throw new IllegalStateException("boom");
+    }
+  }
+
+  @Test
+  void firstTokenAndCloseReportTheTimeSinceSelectionByTheRoutersTicker() {
+    Recorder recorder = new Recorder();
+    Router router = Router.newBuilder().ticker(ticker).listener(recorder).build();
+    router.addWorker(Worker.of(A));
+    int[] prompt = Fixtures.prompt(1, 160);
+    router.eventSink().apply(A, Fixtures.storedFor(prompt, 16, 5));
+    Routing routing = router.select(prompt);
+    ticker.advance(Duration.ofMillis(30));
+    routing.firstToken();
+    routing.firstToken(); // only the first call reports
+    ticker.advance(Duration.ofMillis(70));
+    routing.close();
+    routing.close(); // idempotent
+    long ms = 1_000_000L;
+    assertEquals(List.of("added a", "routed a 160", "first a " + 30 * ms + " 160", "closed a " + 100 * ms),
+        recorder.calls);
+  }
+
+  @Test
+  void closingWithoutAFirstTokenReportsOnlyTheClose() {
+    Recorder recorder = new Recorder();
+    Router router = Router.newBuilder().ticker(ticker).listener(recorder).build();
+    router.addWorker(Worker.of(A));
+    Routing routing = router.select(Fixtures.prompt(2, 40));
+    ticker.advance(Duration.ofMillis(5));
+    routing.close();
+    routing.firstToken(); // after close: no first token
+    assertEquals(List.of("added a", "routed a 0", "closed a " + 5_000_000L), recorder.calls);
+  }
+
+  @Test
+  void anExpiredBookingIsCountedNotReportedClosed() {
+    Recorder recorder = new Recorder();
+    int[] expired = new int[1];
+    Router router = Router.newBuilder().ticker(ticker).bookingTimeout(Duration.ofSeconds(10)).listener(recorder)
+        .listener(new RouterListener() {
+          @Override
+          public void onBookingsExpired(int count) {
+            expired[0] += count;
+          }
+        }).build();
+    router.addWorker(Worker.of(A));
+    Routing leaked = router.select(Fixtures.prompt(3, 40)); // never closed in time
+    ticker.advance(Duration.ofSeconds(11));
+    router.select(Fixtures.prompt(4, 40)).close(); // expires the first
+    leaked.close(); // too late: nothing more to report
+    assertEquals(1, expired[0]);
+    assertEquals(List.of("added a", "routed a 0", "routed a 0", "closed a 0"), recorder.calls);
+  }
+
+  @Test
+  void everyListenerHearsEveryCallbackEvenWhenOneThrows() {
+    Recorder first = new Recorder();
+    Recorder second = new Recorder();
+    Router router = Router.newBuilder().ticker(ticker).listener(first).listener(new Thrower()).listener(second)
+        .build();
+    router.addWorker(Worker.of(A, URI.create("http://127.0.0.1:1")));
+    try (Routing routing = router.select(Fixtures.prompt(5, 64))) {
+      ticker.advance(Duration.ofMillis(1));
+      routing.firstToken();
+    }
+    List<String> expected = List.of("added a", "routed a 0", "first a 1000000 0", "closed a 1000000");
+    assertEquals(expected, first.calls);
+    assertEquals(expected, second.calls);
+  }
+
+  @Test
+  void aSingleThrowingListenerNeverBreaksTheCaller() {
+    Router router = Router.newBuilder().ticker(ticker).listener(new Thrower()).build();
+    router.addWorker(Worker.of(A));
+    Routing routing = router.select(Fixtures.prompt(6, 64));
+    routing.firstToken();
+    routing.close();
+    assertTrue(routing.isClosed());
+    assertEquals(0, router.activeRequests(A));
+  }
+
+  @Test
+  void theCompositeForwardsEveryCallbackOfTheInterface() {
+    for (Method m : RouterListener.class.getMethods()) {
+      if (Modifier.isStatic(m.getModifiers())) {
+        continue;
+      }
+      try {
+        Method impl = CompositeRouterListener.class.getDeclaredMethod(m.getName(), m.getParameterTypes());
+        assertEquals(CompositeRouterListener.class, impl.getDeclaringClass(), m.getName());
+      } catch (NoSuchMethodException e) {
+        throw new AssertionError("CompositeRouterListener does not forward " + m, e);
+      }
+    }
+  }
+}

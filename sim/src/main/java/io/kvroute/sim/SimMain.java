@@ -1,0 +1,126 @@
+package io.kvroute.sim;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * Runs one simulated vLLM worker in its own process, as a real deployment runs one engine per process, so that it
+ * can be killed ({@code kill -9}), hung ({@code kill -STOP}) and restarted with a cold cache; not thread-safe (a
+ * command-line program).
+ *
+ * <pre>{@code
+ * java -cp <kvroute-sim and its dependencies> io.kvroute.sim.SimMain [--port 0] [--events-port 0]
+ *     [--replay-port 0] [--no-events] [--blocks 585] [--speedup 1] [--model kvroute-sim] [--max-tokens 64]
+ *     [--log-requests]
+ * }</pre>
+ *
+ * <p>Port 0 (the default) picks a free port. Once serving, it prints one line to standard output:
+ * {@code READY http=http://127.0.0.1:P events=tcp://127.0.0.1:E replay=tcp://127.0.0.1:R model=M} ({@code events=-}
+ * with {@code --no-events}). With {@code --log-requests}, each generation request prints
+ * {@code REQUEST <path> <X-Request-Id or ->} as it arrives, flushed at once, so that a test can count what reached
+ * the engine even after a {@code kill -9}. SIGTERM (or Ctrl-C) closes the server: streams in flight are aborted,
+ * as vLLM's are, never ended with {@code data: [DONE]}.
+ *
+ * <p>Exit status 2 for bad arguments, 1 if the ports cannot be bound.
+ */
+public final class SimMain {
+  private SimMain() {}
+
+  /**
+   * Starts the worker and blocks until the JVM shuts down.
+   *
+   * @param args the options above
+   */
+  public static void main(String[] args) throws InterruptedException {
+    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    SimServer.Builder builder;
+    try {
+      builder = parse(args, out);
+    } catch (IllegalArgumentException e) {
+      System.err.println("SimMain: " + e.getMessage());
+      System.err.println("usage: SimMain [--port P] [--events-port P] [--replay-port P] [--no-events] [--blocks N]"
+          + " [--speedup X] [--model NAME] [--max-tokens N] [--log-requests]");
+      System.exit(2);
+      return;
+    }
+    SimServer server;
+    try {
+      server = builder.start();
+    } catch (IOException | RuntimeException e) {
+      System.err.println("SimMain: cannot start: " + e);
+      System.exit(1);
+      return;
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      stopped.countDown();
+    }, "kvroute-sim-shutdown"));
+    String events = server.kvEventsEndpoint();
+    String replay = server.kvEventsReplayEndpoint();
+    out.println("READY http=" + server.baseUri() + " events=" + (events == null ? "-" : events) + " replay="
+        + (replay == null ? "-" : replay) + " model=" + server.config().modelName());
+    stopped.await();
+  }
+
+  /** Reads the options into a server builder; {@code out} hears logged requests. */
+  static SimServer.Builder parse(String[] args, PrintStream out) {
+    SimEngineConfig.Builder engine = SimEngineConfig.newBuilder().modelName("kvroute-sim");
+    SimServer.Builder server = SimServer.newBuilder();
+    String host = "127.0.0.1";
+    int eventsPort = 0;
+    int replayPort = 0;
+    for (int i = 0; i < args.length; i++) {
+      String option = args[i];
+      switch (option) {
+        case "--no-events" -> server.kvEvents(false);
+        case "--log-requests" -> server.requestListener((path, id) -> out.println("REQUEST " + path + " "
+            + (id == null ? "-" : id)));
+        case "--port" -> server.port(intValue(args, ++i, option));
+        case "--events-port" -> eventsPort = port(intValue(args, ++i, option), option);
+        case "--replay-port" -> replayPort = port(intValue(args, ++i, option), option);
+        case "--blocks" -> engine.numBlocks(intValue(args, ++i, option));
+        case "--max-tokens" -> engine.defaultMaxTokens(intValue(args, ++i, option));
+        case "--model" -> engine.modelName(value(args, ++i, option));
+        case "--host" -> host = value(args, ++i, option);
+        case "--speedup" -> {
+          String v = value(args, ++i, option);
+          try {
+            server.speedup(Double.parseDouble(v));
+          } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " must be a number but was " + v);
+          }
+        }
+        default -> throw new IllegalArgumentException("unknown option " + option);
+      }
+    }
+    return server.host(host).engine(engine.build())
+        .kvEventsEndpoint("tcp://" + host + ":" + eventsPort)
+        .kvEventsReplayEndpoint("tcp://" + host + ":" + replayPort);
+  }
+
+  private static String value(String[] args, int i, String option) {
+    if (i >= args.length) {
+      throw new IllegalArgumentException(option + " needs a value");
+    }
+    return args[i];
+  }
+
+  private static int intValue(String[] args, int i, String option) {
+    String v = value(args, i, option);
+    try {
+      return Integer.parseInt(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(option + " must be an integer but was " + v);
+    }
+  }
+
+  private static int port(int port, String option) {
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException(option + " must be in [0, 65535] but was " + port);
+    }
+    return port;
+  }
+}
