@@ -354,8 +354,8 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   private void followAdded(Worker worker) {
     EventSourceConfig source = safeSourceOf(worker);
-    if (source == null) {
-      return;
+    if (source == null || sources.containsKey(worker.id())) {
+      return; // no events endpoint, or seen both by the listener and in the snapshot
     }
     try {
       addWorker(source);
