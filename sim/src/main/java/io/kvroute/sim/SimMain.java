@@ -74,31 +74,50 @@ public final class SimMain {
     int replayPort = 0;
     for (int i = 0; i < args.length; i++) {
       String option = args[i];
-      switch (option) {
-        case "--no-events" -> server.kvEvents(false);
-        case "--log-requests" -> server.requestListener((path, id) -> out.println("REQUEST " + path + " "
-            + (id == null ? "-" : id)));
-        case "--port" -> server.port(intValue(args, ++i, option));
-        case "--events-port" -> eventsPort = port(intValue(args, ++i, option), option);
-        case "--replay-port" -> replayPort = port(intValue(args, ++i, option), option);
-        case "--blocks" -> engine.numBlocks(intValue(args, ++i, option));
-        case "--max-tokens" -> engine.defaultMaxTokens(intValue(args, ++i, option));
-        case "--model" -> engine.modelName(value(args, ++i, option));
-        case "--host" -> host = value(args, ++i, option);
-        case "--speedup" -> {
-          String v = value(args, ++i, option);
-          try {
-            server.speedup(Double.parseDouble(v));
-          } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " must be a number but was " + v);
-          }
-        }
-        default -> throw new IllegalArgumentException("unknown option " + option);
+      try {
+        i = apply(args, i, engine, server, out);
+      } catch (IllegalArgumentException e) {
+        throw e.getMessage() != null && e.getMessage().startsWith(option) ? e
+            : new IllegalArgumentException(option + ": " + e.getMessage(), e);
+      }
+      if (option.equals("--host")) {
+        host = args[i];
+      } else if (option.equals("--events-port")) {
+        eventsPort = port(intValue(args, i, option), option);
+      } else if (option.equals("--replay-port")) {
+        replayPort = port(intValue(args, i, option), option);
       }
     }
     return server.host(host).engine(engine.build())
         .kvEventsEndpoint("tcp://" + host + ":" + eventsPort)
         .kvEventsReplayEndpoint("tcp://" + host + ":" + replayPort);
+  }
+
+  /** Applies the option at {@code args[i]}; returns the index of its last argument. */
+  private static int apply(String[] args, int i, SimEngineConfig.Builder engine, SimServer.Builder server,
+      PrintStream out) {
+    String option = args[i];
+    switch (option) {
+      case "--no-events" -> server.kvEvents(false);
+      case "--log-requests" -> server.requestListener((path, id) -> out.println("REQUEST " + path + " "
+          + (id == null ? "-" : id)));
+      case "--port" -> server.port(intValue(args, ++i, option));
+      case "--events-port", "--replay-port" -> port(intValue(args, ++i, option), option);
+      case "--blocks" -> engine.numBlocks(intValue(args, ++i, option));
+      case "--max-tokens" -> engine.defaultMaxTokens(intValue(args, ++i, option));
+      case "--model" -> engine.modelName(value(args, ++i, option));
+      case "--host" -> value(args, ++i, option);
+      case "--speedup" -> {
+        String v = value(args, ++i, option);
+        try {
+          server.speedup(Double.parseDouble(v));
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException(option + " must be a number but was " + v);
+        }
+      }
+      default -> throw new IllegalArgumentException(option + " is not an option");
+    }
+    return i;
   }
 
   private static String value(String[] args, int i, String option) {

@@ -4,6 +4,7 @@ import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.INFO;
 import static java.lang.System.Logger.Level.WARNING;
 
+import io.kvroute.FailureKind;
 import io.kvroute.Router;
 import io.kvroute.Ticker;
 import io.kvroute.Worker;
@@ -64,8 +65,11 @@ import org.jspecify.annotations.Nullable;
  * ({@code sglang:num_running_reqs}, {@code sglang:num_queue_reqs}, {@code sglang:token_usage}; no prefix counters).
  *
  * <p>Failures (refused connections, timeouts, non-2xx statuses, oversized or malformed responses) are counted by
- * {@link ScrapeFailure} and reported to the {@link ScrapeListener}; they never stop the loop, and the worker keeps
- * its last load. Through {@link System.Logger}, a worker's failures are logged at WARNING when they start or change
+ * {@link ScrapeFailure}, reported to the {@link ScrapeListener} and to the router's health model as
+ * {@link FailureKind#SCRAPE_FAILED}, which makes the worker {@link io.kvroute.HealthState#SUSPECT} and forgets its
+ * last load: a dead worker must not keep looking idle. They never stop the loop. A successful scrape reports no
+ * success to the health model: an engine's metrics endpoint can answer while its generation fails, so only
+ * forwarded requests clear a worker's failures. Through {@link System.Logger}, a worker's failures are logged at WARNING when they start or change
  * kind, at DEBUG while they repeat, and its recovery at INFO.
  */
 public final class EngineMetricsScraper implements AutoCloseable {
@@ -304,9 +308,14 @@ public final class EngineMetricsScraper implements AutoCloseable {
 
   private void fail(WorkerId id, ScrapeFailure failure, String detail, @Nullable Throwable cause) {
     failures[failure.ordinal()].increment();
+    try {
+      router.reportFailure(id, FailureKind.SCRAPE_FAILED);
+    } catch (RuntimeException e) {
+      logger.log(WARNING, "reporting a scrape failure to the router failed; ignored", e);
+    }
     if (failing.put(id, failure) != failure) {
       logger.log(WARNING, () -> "scraping the metrics of " + id + " fails (" + failure + "): " + detail
-          + "; the router keeps its last load (logged again when the failure changes)");
+          + "; the router forgets its last load and marks it suspect (logged again when the failure changes)");
     } else {
       logger.log(DEBUG, () -> "scraping " + id + " failed (" + failure + "): " + detail);
     }

@@ -70,6 +70,7 @@ public final class ForwardedResponse implements Closeable {
 
   /** Cancels the upstream call: a read in progress fails, and the routing handle is closed. */
   public void cancel() {
+    body.abandon();
     call.cancel();
     routing.close();
   }
@@ -77,6 +78,7 @@ public final class ForwardedResponse implements Closeable {
   /** Closes the body and the routing handle. Idempotent. */
   @Override
   public void close() {
+    body.abandon();
     try {
       response.close();
     } finally {

@@ -2,9 +2,15 @@ package io.kvroute.transport.okhttp;
 
 import static java.lang.System.Logger.Level.DEBUG;
 
+import io.kvroute.FailureKind;
+import io.kvroute.HealthState;
+import io.kvroute.NoWorkerAvailableException;
+import io.kvroute.Router;
 import io.kvroute.Worker;
+import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -12,7 +18,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import okhttp3.Call;
+import okhttp3.Callback;
+import okhttp3.Dispatcher;
 import okhttp3.MediaType;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
@@ -38,13 +49,34 @@ import org.jspecify.annotations.Nullable;
  * strictly: a body that is not JSON, ids that are not non-negative 32-bit integers, or a count that differs from
  * the ids' number throw {@link TokenizeException}, as does any non-2xx status (with the server's error message).
  *
- * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers}, any
- * registered worker serving the request's model, taken in turn; a worker that cannot be connected to is skipped
- * for the next.
+ * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers} or
+ * {@link Builder#router}, any registered worker serving the request's model, taken in turn; a worker that cannot
+ * be connected to, or does not answer within the {@linkplain Builder#timeout timeout}, is skipped for the next
+ * (tokenizing has no side effect, so trying another worker duplicates nothing); one that has not answered within
+ * the {@linkplain Builder#hedgeDelay hedge delay} is hedged: the next healthy worker is asked too, and the first
+ * answer wins (hedged calls run on the client's dispatcher). With a router, only
+ * {@linkplain HealthState#HEALTHY healthy} workers are asked while any serves the model (suspect ones only when
+ * none is healthy, ejected and draining ones never), and a worker that cannot be connected to or times out is
+ * reported to the router's health model: a hung worker costs one request one timeout, then is skipped. When
+ * every worker is ejected, one of them is asked, in turn, so that requests still reach the router, whose half-open
+ * probe readmits a worker that recovered.
+ * When no registered worker serves the model at all, {@link NoWorkerAvailableException} (404,
+ * {@link NoWorkerAvailableException.Reason#NO_WORKER_FOR_MODEL}) is thrown.
  */
 public final class OkHttpTokenizer implements Tokenizer {
-  /** The default bound of one call. */
-  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+  /**
+   * The default bound of one call, connecting included: 2 s. vLLM's {@code /tokenize} runs a fast tokenizer and
+   * the chat template in its API server, tens of milliseconds even for a context-window-long prompt; a server
+   * silent for 2 s is hung or overloaded, and the next worker is asked instead.
+   */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+  /**
+   * The default hedge delay: 100 ms. A {@code /tokenize} call of a chat prompt takes a few milliseconds; when the
+   * worker asked has not answered after 100 ms, the next healthy worker is asked as well and the first answer wins,
+   * so a worker that hangs before the health model knows costs a request 100 ms, not the timeout. Tokenizing has no
+   * side effect: a hedge costs only a second tokenization.
+   */
+  public static final Duration DEFAULT_HEDGE_DELAY = Duration.ofMillis(100);
   /** The default response size bound: 16 MiB, far beyond a 128k-token prompt's ids. */
   public static final long DEFAULT_MAX_RESPONSE_BYTES = 16 << 20;
   /** The default path of the tokenize endpoint. */
@@ -59,22 +91,34 @@ public final class OkHttpTokenizer implements Tokenizer {
   private final OkHttpClient client;
   private final @Nullable URI endpoint;
   private final @Nullable WorkerRegistry workers;
+  private final @Nullable Router router;
   private final String endpointName;
   private final String path;
   private final long maxResponseBytes;
+  private final long hedgeDelayNanos;
   private final AtomicInteger next = new AtomicInteger();
 
   private OkHttpTokenizer(Builder b) {
-    OkHttpClient base = b.client != null ? b.client : new OkHttpClient();
+    OkHttpClient base;
+    if (b.client != null) {
+      base = b.client;
+    } else {
+      Dispatcher dispatcher = new Dispatcher();
+      dispatcher.setMaxRequests(256);
+      dispatcher.setMaxRequestsPerHost(64); // a hung worker's calls must not queue the healthy ones' behind them
+      base = new OkHttpClient.Builder().dispatcher(dispatcher).build();
+    }
     this.client = base.newBuilder().callTimeout(b.timeout).build();
+    this.hedgeDelayNanos = b.hedgeDelay.toNanos();
     this.endpoint = b.endpoint;
-    this.workers = b.workers;
+    this.router = b.router;
+    this.workers = b.router != null ? b.router.workers() : b.workers;
     this.endpointName = b.endpointName;
     this.path = b.path;
     this.maxResponseBytes = b.maxResponseBytes;
   }
 
-  /** Returns a builder; set exactly one of {@link Builder#endpoint} and {@link Builder#workers}. */
+  /** Returns a builder; set exactly one of {@link Builder#endpoint}, {@link Builder#workers} and {@link Builder#router}. */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -171,60 +215,231 @@ public final class OkHttpTokenizer implements Tokenizer {
     if (endpoint != null) {
       return call(endpoint, body);
     }
-    List<URI> candidates = candidates(model);
+    List<Worker> serving = new ArrayList<>();
+    List<Candidate> candidates = candidates(model, serving);
+    int unroutable = 0;
+    for (Worker w : serving) {
+      HealthState h = router == null ? null : router.health(w.id());
+      if (h != null && !h.routable() && w.endpoint(endpointName) != null) {
+        unroutable++;
+      }
+    }
     if (candidates.isEmpty()) {
+      if (serving.isEmpty()) {
+        throw model != null
+            ? new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKER_FOR_MODEL,
+                "no registered worker serves model " + model + ", so its prompt cannot be tokenized")
+            : new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKERS,
+                "no worker is registered to tokenize on");
+      }
+      if (router != null && unroutable > 0) { // every worker serving it drains
+        throw new NoWorkerAvailableException(NoWorkerAvailableException.Reason.ALL_DRAINING, "all "
+            + serving.size() + " workers " + (model == null ? "" : "serving " + model + " ")
+            + "are draining; none to tokenize on");
+      }
       throw new IOException("no registered worker " + (model == null ? "" : "serving " + model + " ")
           + "has a '" + endpointName + "' endpoint to tokenize on");
     }
-    int start = Math.floorMod(next.getAndIncrement(), candidates.size());
-    IOException failure = null;
+    int healthy = healthyCount(candidates);
+    int start = Math.floorMod(next.getAndIncrement(), healthy);
+    List<Candidate> order = new ArrayList<>(candidates.size());
     for (int i = 0; i < candidates.size(); i++) {
-      URI uri = candidates.get((start + i) % candidates.size());
-      try {
-        return call(uri, body);
-      } catch (TokenizeException e) {
-        throw e; // the server answered: another one would answer alike
-      } catch (IOException e) {
-        logger.log(DEBUG, () -> "tokenizing on " + uri + " failed; trying the next worker: " + e);
-        if (failure == null) {
-          failure = e;
-        } else {
-          failure.addSuppressed(e);
-        }
-      }
+      // Healthy candidates first, in turn; suspect ones (listed after them) only when every healthy one failed.
+      order.add(candidates.get(i < healthy ? (start + i) % healthy : i));
     }
-    throw failure;
+    return hedged(order, healthy, body);
   }
 
-  private List<URI> candidates(@Nullable String model) {
-    List<URI> uris = new ArrayList<>();
-    for (Worker worker : Objects.requireNonNull(workers).snapshot()) {
-      URI uri = worker.endpoint(endpointName);
-      if (uri != null && worker.serves(model, null) && !uris.contains(uri)) {
-        uris.add(uri);
+  /** One finished tokenize call: tokens, or the failure. */
+  private record Outcome(Candidate candidate, int @Nullable [] tokens, @Nullable IOException error) {}
+
+  /**
+   * Asks {@code order[0]}; when it has not answered within the hedge delay, also the next of the first
+   * {@code hedgeable} candidates, and so on; a failure moves on to the next candidate at once. The first tokens
+   * win. Calls still running when this returns go on to their end, so that a hung worker's timeout is reported.
+   */
+  private int[] hedged(List<Candidate> order, int hedgeable, byte[] body) throws IOException {
+    LinkedBlockingQueue<Outcome> done = new LinkedBlockingQueue<>();
+    int started = 0;
+    int finished = 0;
+    IOException failure = null;
+    enqueue(order.get(started++), body, done);
+    long hedgeAt = System.nanoTime() + hedgeDelayNanos;
+    while (true) {
+      Outcome o;
+      try {
+        o = started < hedgeable ? done.poll(Math.max(0, hedgeAt - System.nanoTime()), TimeUnit.NANOSECONDS)
+            : done.take(); // every call ends within the timeout
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted while tokenizing");
+      }
+      if (o == null) { // late: ask the next healthy worker too (tokenizing has no side effect); the first wins
+        Candidate c = order.get(started++);
+        logger.log(DEBUG, () -> "tokenizing is slow; also asking " + c.uri);
+        enqueue(c, body, done);
+        hedgeAt = System.nanoTime() + hedgeDelayNanos;
+        continue;
+      }
+      finished++;
+      if (o.tokens != null) {
+        return o.tokens;
+      }
+      IOException e = Objects.requireNonNull(o.error);
+      if (e instanceof TokenizeException refused) {
+        throw refused; // the server answered: another one would answer alike
+      }
+      logger.log(DEBUG, () -> "tokenizing on " + o.candidate.uri + " failed; trying the next worker: " + e);
+      if (failure == null) {
+        failure = new IOException("tokenizing failed on every worker asked: " + e, e);
+      } else {
+        failure.addSuppressed(e);
+      }
+      if (started < order.size()) {
+        enqueue(order.get(started++), body, done);
+        hedgeAt = System.nanoTime() + hedgeDelayNanos;
+      } else if (finished == started) {
+        throw failure;
       }
     }
-    return uris;
+  }
+
+  private void enqueue(Candidate c, byte[] body, LinkedBlockingQueue<Outcome> done) {
+    Call call;
+    try {
+      call = client.newCall(request(c.uri, body));
+    } catch (IllegalArgumentException e) {
+      done.add(new Outcome(c, null, new IOException("cannot call " + c.uri + ": " + e.getMessage(), e)));
+      return;
+    }
+    call.enqueue(new Callback() {
+      @Override
+      public void onFailure(Call call, IOException e) {
+        report(c, e);
+        done.add(new Outcome(c, null, e));
+      }
+
+      @Override
+      public void onResponse(Call call, Response response) {
+        try (response) {
+          done.add(new Outcome(c, read(response), null));
+        } catch (TokenizeException e) {
+          done.add(new Outcome(c, null, e));
+        } catch (IOException e) {
+          report(c, e);
+          done.add(new Outcome(c, null, e));
+        } catch (RuntimeException e) {
+          done.add(new Outcome(c, null, new IOException("reading the tokenize response failed: " + e, e)));
+        }
+      }
+    });
+  }
+
+  private void report(Candidate c, IOException e) {
+    Router r = router;
+    if (r == null) {
+      return;
+    }
+    for (WorkerId id : c.workers) {
+      r.reportFailure(id, RoutingForwarder.isConnectFailure(e) ? FailureKind.CONNECT_FAILED : FailureKind.TIMEOUT);
+    }
+  }
+
+  /** One tokenize endpoint and the workers registered with it; healthy ones are listed first. */
+  private record Candidate(URI uri, List<WorkerId> workers, boolean healthy) {}
+
+  private static int healthyCount(List<Candidate> candidates) {
+    int n = 0;
+    while (n < candidates.size() && candidates.get(n).healthy) {
+      n++;
+    }
+    return n == 0 ? candidates.size() : n; // none healthy: the suspect ones in turn
+  }
+
+  private List<Candidate> candidates(@Nullable String model, List<Worker> serving) {
+    List<Candidate> healthy = new ArrayList<>();
+    List<Candidate> suspect = new ArrayList<>();
+    List<URI> ejected = new ArrayList<>();
+    for (Worker worker : Objects.requireNonNull(workers).snapshot()) {
+      URI uri = worker.endpoint(endpointName);
+      if (!worker.serves(model, null)) {
+        continue;
+      }
+      serving.add(worker);
+      if (uri == null) {
+        continue;
+      }
+      HealthState health = router == null ? HealthState.HEALTHY : router.health(worker.id());
+      if (health == HealthState.EJECTED) {
+        ejected.add(uri);
+        continue;
+      }
+      if (health == null || !health.routable()) {
+        continue; // removed meanwhile, or draining
+      }
+      List<Candidate> list = health == HealthState.HEALTHY ? healthy : suspect;
+      Candidate same = find(healthy, uri);
+      if (same == null) {
+        same = find(suspect, uri);
+      }
+      if (same != null) {
+        same.workers.add(worker.id()); // ranks of one server share its tokenizer
+      } else {
+        List<WorkerId> ids = new ArrayList<>(1);
+        ids.add(worker.id());
+        list.add(new Candidate(uri, ids, list == healthy));
+      }
+    }
+    healthy.addAll(suspect);
+    if (healthy.isEmpty() && !ejected.isEmpty()) {
+      // Every worker is ejected: ask one of them, in turn, so that the request can reach the router, whose
+      // half-open probe readmits a recovered worker (without it, nothing would ever be routed again).
+      URI uri = ejected.get(Math.floorMod(next.get(), ejected.size()));
+      List<WorkerId> ids = new ArrayList<>();
+      for (Worker worker : Objects.requireNonNull(workers).snapshot()) {
+        if (uri.equals(worker.endpoint(endpointName))) {
+          ids.add(worker.id());
+        }
+      }
+      healthy.add(new Candidate(uri, ids, false));
+    }
+    return healthy;
+  }
+
+  private static @Nullable Candidate find(List<Candidate> candidates, URI uri) {
+    for (Candidate c : candidates) {
+      if (c.uri.equals(uri)) {
+        return c;
+      }
+    }
+    return null;
   }
 
   private int[] call(URI base, byte[] body) throws IOException {
-    Request request = new Request.Builder().url(Urls.resolve(base, path))
+    try (Response response = client.newCall(request(base, body)).execute()) {
+      return read(response);
+    }
+  }
+
+  private Request request(URI base, byte[] body) {
+    return new Request.Builder().url(Urls.resolve(base, path))
         .header("Accept", "application/json")
         .post(RequestBody.create(body, JSON))
         .build();
-    try (Response response = client.newCall(request).execute()) {
-      BufferedSource source = response.body().source();
-      if (!response.isSuccessful()) {
-        boolean truncated = source.request(MAX_ERROR_BYTES + 1);
-        byte[] bytes = truncated ? source.readByteArray(MAX_ERROR_BYTES) : source.readByteArray();
-        throw new TokenizeException("tokenize failed with HTTP " + response.code() + ": " + errorMessage(bytes),
-            response.code(), null);
-      }
-      if (source.request(maxResponseBytes + 1)) {
-        throw new TokenizeException("the tokenize response exceeds " + maxResponseBytes + " bytes", -1, null);
-      }
-      return parseTokens(source.readByteArray());
+  }
+
+  private int[] read(Response response) throws IOException {
+    BufferedSource source = response.body().source();
+    if (!response.isSuccessful()) {
+      boolean truncated = source.request(MAX_ERROR_BYTES + 1);
+      byte[] bytes = truncated ? source.readByteArray(MAX_ERROR_BYTES) : source.readByteArray();
+      throw new TokenizeException("tokenize failed with HTTP " + response.code() + ": " + errorMessage(bytes),
+          response.code(), null);
     }
+    if (source.request(maxResponseBytes + 1)) {
+      throw new TokenizeException("the tokenize response exceeds " + maxResponseBytes + " bytes", -1, null);
+    }
+    return parseTokens(source.readByteArray());
   }
 
   /** Reads {@code {"tokens": [...], "count": N, ...}} strictly. */
@@ -282,12 +497,30 @@ public final class OkHttpTokenizer implements Tokenizer {
     private @Nullable OkHttpClient client;
     private @Nullable URI endpoint;
     private @Nullable WorkerRegistry workers;
+    private @Nullable Router router;
     private String endpointName = Worker.HTTP;
     private String path = DEFAULT_PATH;
     private Duration timeout = DEFAULT_TIMEOUT;
     private long maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES;
+    private Duration hedgeDelay = DEFAULT_HEDGE_DELAY;
 
     private Builder() {}
+
+    /**
+     * With {@link #workers} or {@link #router}: how long to wait for a worker's answer before also asking the next
+     * healthy one (default {@link #DEFAULT_HEDGE_DELAY}); the first answer wins. A delay of at least the timeout
+     * turns hedging off.
+     *
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder hedgeDelay(Duration hedgeDelay) {
+      Objects.requireNonNull(hedgeDelay, "hedgeDelay");
+      if (hedgeDelay.isNegative()) {
+        throw new IllegalArgumentException("hedgeDelay must not be negative but was " + hedgeDelay);
+      }
+      this.hedgeDelay = hedgeDelay;
+      return this;
+    }
 
     /** The client to derive the tokenizer's from, sharing its pools (default: a new client). */
     public Builder client(OkHttpClient client) {
@@ -307,6 +540,15 @@ public final class OkHttpTokenizer implements Tokenizer {
     /** Tokenizes on the registered workers' {@linkplain #endpointName endpoints}, taken in turn. */
     public Builder workers(WorkerRegistry workers) {
       this.workers = Objects.requireNonNull(workers, "workers");
+      return this;
+    }
+
+    /**
+     * Tokenizes on the router's registered workers, as {@link #workers}, asking only healthy ones while any serves
+     * the model, and reporting those that cannot be connected to or time out to the router's health model.
+     */
+    public Builder router(Router router) {
+      this.router = Objects.requireNonNull(router, "router");
       return this;
     }
 
@@ -356,11 +598,13 @@ public final class OkHttpTokenizer implements Tokenizer {
     /**
      * Builds the tokenizer.
      *
-     * @throws IllegalStateException unless exactly one of {@link #endpoint} and {@link #workers} was set
+     * @throws IllegalStateException unless exactly one of {@link #endpoint}, {@link #workers} and {@link #router}
+     *     was set
      */
     public OkHttpTokenizer build() {
-      if ((endpoint == null) == (workers == null)) {
-        throw new IllegalStateException("set exactly one of endpoint and workers");
+      int set = (endpoint != null ? 1 : 0) + (workers != null ? 1 : 0) + (router != null ? 1 : 0);
+      if (set != 1) {
+        throw new IllegalStateException("set exactly one of endpoint, workers and router");
       }
       if (endpoint != null) {
         Urls.resolve(endpoint, path); // fail fast on a URI OkHttp cannot call

@@ -1,7 +1,10 @@
 package io.kvroute.transport.okhttp;
 
+import io.kvroute.FailureKind;
+import io.kvroute.Router;
 import io.kvroute.Routing;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import okhttp3.MediaType;
 import okhttp3.ResponseBody;
 import okio.Buffer;
@@ -14,6 +17,11 @@ import org.jspecify.annotations.Nullable;
  * An upstream response body that tells the routing handle of the first token and releases it when the body is
  * exhausted, fails or is closed; not thread-safe for reading (as any response body), but {@link #close} may race
  * with a reader.
+ *
+ * <p>When given a router to report to (a 2xx response), the end of the body is an outcome of the worker: reading
+ * it to its end reports a success, a read that times out {@link FailureKind#TIMEOUT}, and one that fails otherwise
+ * (reset, closed before the end) {@link FailureKind#STREAM_CUT}. A body the caller closes or cancels early reports
+ * nothing: the caller went away, not the worker.
  */
 final class RoutedResponseBody extends ResponseBody {
   private final ResponseBody delegate;
@@ -21,10 +29,18 @@ final class RoutedResponseBody extends ResponseBody {
   private final FirstTokenDetector detector;
   private @Nullable BufferedSource source;
   private volatile boolean firstTokenSeen;
+  private final @Nullable Router reportTo;
+  /** Set once the outcome was reported, or the caller gave up on the body: nothing more is reported. */
+  private volatile boolean settled;
 
-  RoutedResponseBody(ResponseBody delegate, Routing routing, boolean watchForToken) {
+  private final Runnable onFailure;
+
+  RoutedResponseBody(ResponseBody delegate, Routing routing, boolean watchForToken, @Nullable Router reportTo,
+      Runnable onFailure) {
     this.delegate = delegate;
     this.routing = routing;
+    this.reportTo = reportTo;
+    this.onFailure = onFailure;
     this.detector = FirstTokenDetector.of(delegate.contentType());
     this.firstTokenSeen = !watchForToken;
   }
@@ -51,6 +67,26 @@ final class RoutedResponseBody extends ResponseBody {
     return firstTokenSeen;
   }
 
+  /** The caller gave up on the body (closed or cancelled it): later failures are not the worker's. */
+  void abandon() {
+    settled = true;
+  }
+
+  private void reportEnd(@Nullable IOException failure) {
+    Router router = reportTo;
+    if (router == null || settled) {
+      return;
+    }
+    settled = true;
+    if (failure == null) {
+      router.reportSuccess(routing.workerId());
+    } else {
+      router.reportFailure(routing.workerId(), failure instanceof InterruptedIOException ? FailureKind.TIMEOUT
+          : FailureKind.STREAM_CUT);
+      onFailure.run();
+    }
+  }
+
   private final class RoutedSource extends ForwardingSource {
     RoutedSource(okio.Source delegate) {
       super(delegate);
@@ -61,11 +97,16 @@ final class RoutedResponseBody extends ResponseBody {
       long read;
       try {
         read = super.read(sink, byteCount);
-      } catch (IOException | RuntimeException | Error e) {
+      } catch (IOException e) {
+        reportEnd(e);
+        routing.close();
+        throw e;
+      } catch (RuntimeException | Error e) {
         routing.close();
         throw e;
       }
       if (read == -1) {
+        reportEnd(null);
         routing.close();
       } else if (!firstTokenSeen && detector.onBytes(sink, sink.size() - read, read)) {
         firstTokenSeen = true;
@@ -76,6 +117,7 @@ final class RoutedResponseBody extends ResponseBody {
 
     @Override
     public void close() throws IOException {
+      settled = true;
       try {
         super.close();
       } finally {

@@ -2,17 +2,23 @@ package io.kvroute.transport.okhttp;
 
 import static java.lang.System.Logger.Level.DEBUG;
 
+import io.kvroute.FailureKind;
+import io.kvroute.HealthState;
+import io.kvroute.InvalidRouteRequestException;
 import io.kvroute.NoWorkerAvailableException;
 import io.kvroute.RouteRequest;
 import io.kvroute.Router;
 import io.kvroute.Routing;
+import io.kvroute.RoutingException;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
 import java.net.SocketTimeoutException;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,6 +28,10 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import okhttp3.Call;
 import okhttp3.Callback;
@@ -39,11 +49,13 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>{@code
  * RoutingForwarder forwarder = RoutingForwarder.newBuilder(router)
- *     .tokenizer(OkHttpTokenizer.newBuilder().workers(router.workers()).build())
+ *     .tokenizer(OkHttpTokenizer.newBuilder().router(router).build())
  *     .build();
  * try (ForwardedResponse upstream = forwarder.forward(
  *     ForwardRequest.newBuilder("/v1/chat/completions", body).build())) {
  *   upstream.body().source() ...   // relay the SSE stream to the client
+ * } catch (RoutingException e) {   // 400, 404, 503, 502, 504: e.httpStatus(), e.reason()
+ *   ...
  * }                               // the routing handle is closed: the worker's booking is released
  * }</pre>
  *
@@ -51,10 +63,28 @@ import org.jspecify.annotations.Nullable;
  * body to the chosen worker's {@linkplain Builder#endpointName endpoint} plus the request's path, and returns once
  * the response headers arrived. The routing handle hears {@link Routing#firstToken()} when the body's first output
  * token arrives (for a server-sent event stream, the first event carrying output; otherwise the first byte), and
- * is closed when the body is exhausted, fails, or is closed, or when the call fails. A worker that cannot be
- * connected to (refused, unreachable, connect timeout) is excluded and the request routed again, up to
- * {@linkplain Builder#maxAttempts max attempts}: the request never reached it, so retrying cannot duplicate work.
- * Failures after the request was sent, and non-2xx answers, are returned or thrown as they are.
+ * is closed when the body is exhausted, fails, or is closed, or when the call fails.
+ *
+ * <p><b>Budgets per attempt.</b> Connecting is bounded by {@linkplain Builder#connectTimeout the connect timeout}.
+ * A streamed request ({@code "stream": true}) must get its response headers within
+ * {@linkplain Builder#firstByteTimeout the first-byte timeout} (engines send them as soon as they accept the
+ * request), and its body may then be silent for at most {@linkplain Builder#idleTimeout the idle timeout} at a
+ * time. A non-streamed request is answered only when generation ends, so it may wait
+ * {@linkplain Builder#responseTimeout the response timeout} for its answer.
+ *
+ * <p><b>Retries.</b> Only an attempt whose request provably never reached the worker (connection refused,
+ * unreachable, connect timeout, or no endpoint) is routed again, without the failed workers, up to
+ * {@linkplain Builder#maxAttempts max attempts}: retrying it cannot duplicate work. Once a byte of the request may
+ * have reached an engine, the request is never sent again (OkHttp's own silent retry is turned off as well): a
+ * timeout or a broken connection fails at once with {@link UpstreamException}.
+ *
+ * <p><b>Outcomes.</b> Every attempt's outcome is reported to the router's health model: connect failures,
+ * timeouts, 5xx answers and cut streams with {@link Router#reportFailure}, a body read to its end (and any answer
+ * below 500 that is not 2xx: the worker is alive) with {@link Router#reportSuccess}. Non-2xx answers are returned
+ * as they are, for the gateway to relay the engine's own status and error. Failures are typed
+ * ({@link io.kvroute.RoutingException}): {@link InvalidRouteRequestException} (400: a body without a readable
+ * prompt, a prompt the tokenizer or router refuses), {@link NoWorkerAvailableException} (404 for an unknown model,
+ * 503 when nothing may serve), {@link UpstreamException} (502, 504).
  *
  * <p>{@link #forward} blocks the calling thread until the response headers arrive; {@link #forwardAsync} does the
  * same on OkHttp's dispatcher threads and completes a future.
@@ -62,33 +92,60 @@ import org.jspecify.annotations.Nullable;
 public final class RoutingForwarder {
   /** The default number of workers tried per request. */
   public static final int DEFAULT_MAX_ATTEMPTS = 3;
+  /**
+   * The default connect budget: 2 s. A live engine on a LAN accepts in well under a millisecond, even a SIGSTOPped
+   * one (the kernel completes the handshake); 2 s covers one lost SYN (Linux retransmits after its initial 1 s
+   * RTO) and otherwise means the host is gone.
+   */
+  public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
+  /**
+   * The default first-byte budget of a streamed request: 10 s. vLLM and SGLang send a stream's headers when they
+   * accept the request, before it queues or prefills (milliseconds, tokenizing included); 10 s of silence means the
+   * server is hung (stopped, an event loop stalled), while leaving room for tokenizing a context-window-long
+   * prompt on a loaded API server.
+   */
+  public static final Duration DEFAULT_FIRST_BYTE_TIMEOUT = Duration.ofSeconds(10);
+  /**
+   * The default idle budget of a streamed body: 60 s between bytes, the first event included. Nothing is streamed
+   * while the request waits in the engine's queue or prefills, and a long prompt on a loaded engine can take tens of
+   * seconds; between tokens the gaps are milliseconds.
+   */
+  public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(60);
+  /**
+   * The default response budget of a non-streamed request: 10 min, since its answer comes only when generation
+   * ends (thousands of tokens at tens of tokens per second, behind a queue).
+   */
+  public static final Duration DEFAULT_RESPONSE_TIMEOUT = Duration.ofMinutes(10);
 
   private static final System.Logger logger = System.getLogger(RoutingForwarder.class.getName());
+  private static final byte[] STREAM_KEY = "\"stream\"".getBytes(StandardCharsets.US_ASCII);
 
   private final Router router;
-  private final OkHttpClient client;
+  private final OkHttpClient streamingClient;
+  private final OkHttpClient responseClient;
   private final @Nullable Tokenizer tokenizer;
   private final int maxAttempts;
   private final String endpointName;
+  private final Duration connectTimeout;
+  private final Duration firstByteTimeout;
+  private final Duration idleTimeout;
+  private final Duration responseTimeout;
 
   private RoutingForwarder(Builder b) {
     this.router = b.router;
-    this.client = b.client != null ? b.client : defaultClient();
+    OkHttpClient base = b.client != null ? b.client : new OkHttpClient();
+    OkHttpClient.Builder common = base.newBuilder()
+        .connectTimeout(b.connectTimeout)
+        .retryOnConnectionFailure(false); // OkHttp would otherwise resend a POST whose connection broke
+    this.streamingClient = common.readTimeout(b.idleTimeout).writeTimeout(b.idleTimeout).build();
+    this.responseClient = common.readTimeout(b.responseTimeout).writeTimeout(b.idleTimeout).build();
     this.tokenizer = b.tokenizer;
     this.maxAttempts = b.maxAttempts;
     this.endpointName = b.endpointName;
-  }
-
-  /**
-   * A client suited to generation: 5 s to connect, and reads that may wait 10 minutes between bytes (a long
-   * prefill, a queue); no overall call timeout, since streams last as long as the generation.
-   */
-  static OkHttpClient defaultClient() {
-    return new OkHttpClient.Builder()
-        .connectTimeout(Duration.ofSeconds(5))
-        .readTimeout(Duration.ofMinutes(10))
-        .writeTimeout(Duration.ofMinutes(1))
-        .build();
+    this.connectTimeout = b.connectTimeout;
+    this.firstByteTimeout = b.firstByteTimeout;
+    this.idleTimeout = b.idleTimeout;
+    this.responseTimeout = b.responseTimeout;
   }
 
   /**
@@ -103,21 +160,27 @@ public final class RoutingForwarder {
   /**
    * Routes and forwards {@code request}, returning when the chosen worker's response headers arrived.
    *
-   * @throws IllegalArgumentException if the request has no tokens and its body has no prompt the tokenizer can
-   *     read
+   * @return the response, whatever its status
+   * @throws IllegalArgumentException if a header value holds a control character
    * @throws IllegalStateException if the request has no tokens and the forwarder no tokenizer
-   * @throws NoWorkerAvailableException if no registered worker may serve the request
-   * @throws IOException if tokenizing fails, or the last worker tried fails (earlier failures are suppressed)
+   * @throws InvalidRouteRequestException (400) if the body has no prompt that can be read, or the tokenizer or the
+   *     router refuses the prompt
+   * @throws NoWorkerAvailableException (404 unknown model, 503 otherwise) if no registered worker may serve it
+   * @throws UpstreamException (502, 504) if no worker could be connected to, or the attempt timed out or its
+   *     connection broke before the response headers (earlier attempts' failures are suppressed on it)
+   * @throws IOException if the call was cancelled
    */
   public ForwardedResponse forward(ForwardRequest request) throws IOException {
     Objects.requireNonNull(request, "request");
+    Headers headers = forwardable(request.headers());
+    boolean stream = streams(request.body());
     int[] tokens = tokens(request);
     List<WorkerId> failed = new ArrayList<>();
-    IOException failure = null;
+    UpstreamException failure = null;
     for (int attempt = 1; ; attempt++) {
       Attempt a;
       try {
-        a = prepare(request, tokens, failed);
+        a = prepare(request, headers, stream, tokens, failed);
       } catch (NoWorkerAvailableException e) {
         if (failure == null) {
           throw e;
@@ -125,27 +188,38 @@ public final class RoutingForwarder {
         failure.addSuppressed(e);
         throw failure;
       }
+      if (a.call == null) {
+        failure = connectFailed(a, noEndpoint(a.routing), failure, failed);
+        if (attempt >= maxAttempts) {
+          throw failure;
+        }
+        continue;
+      }
+      FirstByteTimer timer = a.startTimer();
       Response response;
       try {
-        if (a.call == null) {
-          throw noEndpoint(a.routing);
-        }
         response = a.call.execute();
       } catch (IOException e) {
-        a.routing.close();
-        if (failure != null) {
-          e.addSuppressed(failure);
+        timer.disarm();
+        UpstreamException u = attemptFailed(a, e, timer.fired(), failure, failed);
+        if (u == null) {
+          a.routing.close();
+          throw e; // cancelled by the caller
         }
-        if (attempt >= maxAttempts || !isConnectFailure(e)) {
-          throw e;
+        failure = u;
+        if (attempt >= maxAttempts || u.reason() != UpstreamException.Reason.CONNECT_FAILED) {
+          throw failure;
         }
-        logRetry(a.routing.workerId(), e);
-        failed.add(a.routing.workerId());
-        failure = e;
         continue;
       } catch (RuntimeException | Error e) {
+        timer.disarm();
         a.routing.close();
         throw e;
+      }
+      if (!timer.disarm()) { // the budget ran out as the headers arrived: the call is being cancelled
+        response.close();
+        throw Objects.requireNonNull(attemptFailed(a, new SocketTimeoutException("first byte"), true, failure,
+            failed));
       }
       return wrap(response, a, failed);
     }
@@ -172,13 +246,21 @@ public final class RoutingForwarder {
         }
       }
     });
+    Headers headers;
+    try {
+      headers = forwardable(request.headers());
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+      return result;
+    }
+    boolean stream = streams(request.body());
     if (request.tokens() != null) {
-      attemptAsync(request, request.tokens(), new ArrayList<>(), null, 1, result, current);
+      attemptAsync(request, headers, stream, request.tokens(), new ArrayList<>(), null, 1, result, current);
     } else {
       try {
-        client.dispatcher().executorService().execute(() -> {
+        streamingClient.dispatcher().executorService().execute(() -> {
           try {
-            attemptAsync(request, tokens(request), new ArrayList<>(), null, 1, result, current);
+            attemptAsync(request, headers, stream, tokens(request), new ArrayList<>(), null, 1, result, current);
           } catch (Throwable t) {
             result.completeExceptionally(t);
           }
@@ -190,14 +272,15 @@ public final class RoutingForwarder {
     return result;
   }
 
-  private void attemptAsync(ForwardRequest request, int[] tokens, List<WorkerId> failed, @Nullable IOException failure,
-      int attempt, CompletableFuture<ForwardedResponse> result, AtomicReference<@Nullable Call> current) {
+  private void attemptAsync(ForwardRequest request, Headers headers, boolean stream, int[] tokens,
+      List<WorkerId> failed, @Nullable UpstreamException failure, int attempt,
+      CompletableFuture<ForwardedResponse> result, AtomicReference<@Nullable Call> current) {
     if (result.isDone()) {
       return; // cancelled
     }
     Attempt a;
     try {
-      a = prepare(request, tokens, failed);
+      a = prepare(request, headers, stream, tokens, failed);
     } catch (NoWorkerAvailableException e) {
       if (failure != null) {
         failure.addSuppressed(e);
@@ -210,28 +293,40 @@ public final class RoutingForwarder {
       result.completeExceptionally(t);
       return;
     }
+    if (a.call == null) {
+      UpstreamException u = connectFailed(a, noEndpoint(a.routing), failure, failed);
+      if (attempt >= maxAttempts) {
+        result.completeExceptionally(u);
+      } else {
+        attemptAsync(request, headers, stream, tokens, failed, u, attempt + 1, result, current);
+      }
+      return;
+    }
+    FirstByteTimer timer = a.startTimer();
     var callback = new Callback() {
       @Override
       public void onFailure(Call call, IOException e) {
-        failed(e);
-      }
-
-      void failed(IOException e) {
-        a.routing.close();
-        if (failure != null) {
-          e.addSuppressed(failure);
+        timer.disarm();
+        UpstreamException u = attemptFailed(a, e, timer.fired(), failure, failed);
+        if (u == null) {
+          a.routing.close();
+          result.completeExceptionally(e); // cancelled
+        } else if (attempt >= maxAttempts || u.reason() != UpstreamException.Reason.CONNECT_FAILED
+            || result.isDone()) {
+          result.completeExceptionally(u);
+        } else {
+          attemptAsync(request, headers, stream, tokens, failed, u, attempt + 1, result, current);
         }
-        if (attempt >= maxAttempts || !isConnectFailure(e) || result.isDone()) {
-          result.completeExceptionally(e);
-          return;
-        }
-        logRetry(a.routing.workerId(), e);
-        failed.add(a.routing.workerId());
-        attemptAsync(request, tokens, failed, e, attempt + 1, result, current);
       }
 
       @Override
       public void onResponse(Call call, Response response) {
+        if (!timer.disarm()) {
+          response.close();
+          result.completeExceptionally(Objects.requireNonNull(attemptFailed(a,
+              new SocketTimeoutException("first byte"), true, failure, failed)));
+          return;
+        }
         ForwardedResponse forwarded;
         try {
           forwarded = wrap(response, a, failed);
@@ -244,12 +339,9 @@ public final class RoutingForwarder {
         }
       }
     };
-    if (a.call == null) {
-      callback.failed(noEndpoint(a.routing));
-      return;
-    }
     current.set(a.call);
     if (result.isDone()) { // cancelled while preparing
+      timer.disarm();
       a.call.cancel();
       a.routing.close();
       return;
@@ -257,12 +349,79 @@ public final class RoutingForwarder {
     try {
       a.call.enqueue(callback);
     } catch (RuntimeException e) { // the client's dispatcher was shut down
+      timer.disarm();
       a.routing.close();
       result.completeExceptionally(e);
     }
   }
 
-  private int[] tokens(ForwardRequest request) throws IOException {
+  /**
+   * Classifies a failed attempt, reports it to the router and closes its routing handle.
+   *
+   * @return the typed failure, or null when the caller cancelled the call (nothing reported, handle not closed)
+   */
+  private @Nullable UpstreamException attemptFailed(Attempt a, IOException e, boolean firstByteTimedOut,
+      @Nullable UpstreamException earlier, List<WorkerId> failed) {
+    WorkerId id = a.routing.workerId();
+    UpstreamException u;
+    if (firstByteTimedOut) {
+      router.reportFailure(id, FailureKind.TIMEOUT);
+      u = new UpstreamException(UpstreamException.Reason.FIRST_BYTE_TIMEOUT, id, "worker " + id
+          + " sent no response header within the first-byte timeout of " + firstByteTimeout.toMillis()
+          + " ms; not retried elsewhere, since the engine may have received the request", e);
+    } else if (isConnectFailure(e)) {
+      return connectFailed(a, e, earlier, failed);
+    } else if (a.call != null && a.call.isCanceled()) {
+      return null;
+    } else if (e instanceof InterruptedIOException) {
+      router.reportFailure(id, FailureKind.TIMEOUT);
+      u = new UpstreamException(UpstreamException.Reason.RESPONSE_TIMEOUT, id, "worker " + id
+          + " was silent for the read timeout of " + (a.stream ? idleTimeout : responseTimeout).toMillis()
+          + " ms before its response headers; not retried elsewhere", e);
+    } else {
+      router.reportFailure(id, FailureKind.STREAM_CUT);
+      u = new UpstreamException(UpstreamException.Reason.CONNECTION_LOST, id, "the connection to worker " + id
+          + " broke after the request was sent (" + e + "); not retried elsewhere, since the engine may be"
+          + " processing it", e);
+    }
+    a.routing.close();
+    evictIdleConnections();
+    if (earlier != null) {
+      u.addSuppressed(earlier);
+    }
+    return u;
+  }
+
+  /**
+   * Closes the pool's idle connections after a worker failed or before a probe of an ejected worker. A connection
+   * kept alive to a process that died (or was replaced by a restart on the same port) looks healthy to OkHttp for
+   * 10 s; a request written onto it fails after it was sent, which is never retried (the engine might have read
+   * it). OkHttp cannot evict one host's connections, so all idle ones go: reconnecting costs a round trip, and
+   * failures are rare.
+   */
+  private void evictIdleConnections() {
+    streamingClient.connectionPool().evictAll();
+  }
+
+  private UpstreamException connectFailed(Attempt a, IOException e, @Nullable UpstreamException earlier,
+      List<WorkerId> failed) {
+    WorkerId id = a.routing.workerId();
+    if (a.call != null) { // a worker without the endpoint (in-process) is not unhealthy: only not forwardable
+      router.reportFailure(id, FailureKind.CONNECT_FAILED);
+    }
+    a.routing.close();
+    logger.log(DEBUG, () -> "cannot connect to " + id + "; routing again without it: " + e);
+    failed.add(id);
+    UpstreamException u = new UpstreamException(UpstreamException.Reason.CONNECT_FAILED, id,
+        "cannot connect to worker " + id + " (" + e + ")" + (failed.size() > 1 ? " nor to " + failed.subList(0,
+            failed.size() - 1) : "") + "; the request reached no engine", e);
+    if (earlier != null) {
+      u.addSuppressed(earlier);
+    }
+    return u;
+  }
+
+  private int[] tokens(ForwardRequest request) {
     int[] tokens = request.tokens();
     if (tokens != null) {
       return tokens;
@@ -270,34 +429,161 @@ public final class RoutingForwarder {
     if (tokenizer == null) {
       throw new IllegalStateException("the request has no tokens and the forwarder has no tokenizer");
     }
-    return tokenizer.tokenizeRequest(request.body());
+    try {
+      return tokenizer.tokenizeRequest(request.body());
+    } catch (IllegalArgumentException e) {
+      InvalidRouteRequestException invalid = new InvalidRouteRequestException(
+          InvalidRouteRequestException.Reason.INVALID_PARAMETER, e.getMessage());
+      invalid.addSuppressed(e);
+      throw invalid;
+    } catch (TokenizeException e) {
+      int status = e.statusCode();
+      RoutingException typed;
+      if (status == 404) {
+        typed = new NoWorkerAvailableException(NoWorkerAvailableException.Reason.NO_WORKER_FOR_MODEL,
+            "the tokenizer does not know the request's model: " + e.getMessage());
+      } else if (status == 400 || status == 413 || status == 422) {
+        typed = new InvalidRouteRequestException(InvalidRouteRequestException.Reason.INVALID_PARAMETER,
+            "the tokenizer refused the prompt: " + e.getMessage());
+      } else {
+        typed = new UpstreamException(UpstreamException.Reason.TOKENIZER_FAILED, null,
+            "tokenizing the prompt failed: " + e.getMessage(), e);
+      }
+      typed.addSuppressed(e);
+      throw typed;
+    } catch (IOException e) {
+      throw new UpstreamException(UpstreamException.Reason.TOKENIZER_FAILED, null,
+          "tokenizing the prompt failed: " + e, e);
+    }
+  }
+
+  /** Whether the body asks for a streamed response ({@code "stream": true}); false for a body that is not JSON. */
+  static boolean streams(byte[] body) {
+    if (!contains(body, STREAM_KEY)) {
+      return false; // the common non-streamed body costs one scan, no parse
+    }
+    try {
+      return "true".equals(Json.rawMembers(Json.decodeUtf8(body, 0, body.length)).get("stream"));
+    } catch (IllegalArgumentException e) {
+      return false; // the engine will refuse it
+    }
+  }
+
+  private static boolean contains(byte[] haystack, byte[] needle) {
+    outer:
+    for (int i = 0; i + needle.length <= haystack.length; i++) {
+      for (int j = 0; j < needle.length; j++) {
+        if (haystack[i + j] != needle[j]) {
+          continue outer;
+        }
+      }
+      return true;
+    }
+    return false;
   }
 
   /** A chosen worker and the call to it; the call is null when the worker has no endpoint of the name. */
-  private record Attempt(Routing routing, @Nullable Call call) {}
+  private final class Attempt {
+    final Routing routing;
+    final @Nullable Call call;
+    final boolean stream;
+
+    Attempt(Routing routing, @Nullable Call call, boolean stream) {
+      this.routing = routing;
+      this.call = call;
+      this.stream = stream;
+    }
+
+    /** Arms the first-byte budget of a streamed request (a no-op timer otherwise). */
+    FirstByteTimer startTimer() {
+      FirstByteTimer timer = new FirstByteTimer(Objects.requireNonNull(call));
+      if (stream) {
+        timer.arm(firstByteTimeout);
+      }
+      return timer;
+    }
+  }
 
   /**
    * Routes the request and prepares its call.
    *
    * @throws NoWorkerAvailableException if no worker is left
    */
-  private Attempt prepare(ForwardRequest request, int[] tokens, List<WorkerId> failed) {
+  private Attempt prepare(ForwardRequest request, Headers headers, boolean stream, int[] tokens,
+      List<WorkerId> failed) {
     Routing routing = router.select(routeRequest(request, tokens, failed));
     try {
+      if (router.health(routing.workerId()) == HealthState.EJECTED) {
+        evictIdleConnections(); // this request is the half-open probe: the worker was down, its connections are stale
+      }
       URI base = routing.worker().endpoint(endpointName);
       if (base == null) {
-        return new Attempt(routing, null);
+        return new Attempt(routing, null, stream);
       }
       Request upstream = new Request.Builder()
           .url(Urls.resolve(base, request.path()))
-          .headers(forwardable(request.headers()))
+          .headers(headers)
           .post(RequestBody.create(request.body(), MediaType.get(request.contentType())))
           .tag(Routing.class, routing)
           .build();
-      return new Attempt(routing, client.newCall(upstream));
+      return new Attempt(routing, (stream ? streamingClient : responseClient).newCall(upstream), stream);
     } catch (RuntimeException | Error e) {
       routing.close();
       throw e;
+    }
+  }
+
+  /** Cancels a call that got no response header within its budget; thread-safe. */
+  private static final class FirstByteTimer implements Runnable {
+    private static final int WAITING = 0;
+    private static final int DISARMED = 1;
+    private static final int FIRED = 2;
+    private final Call call;
+    private final AtomicInteger state = new AtomicInteger(WAITING);
+    private volatile @Nullable ScheduledFuture<?> future;
+
+    FirstByteTimer(Call call) {
+      this.call = call;
+    }
+
+    void arm(Duration timeout) {
+      future = Timers.SCHEDULER.schedule(this, timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void run() {
+      if (state.compareAndSet(WAITING, FIRED)) {
+        call.cancel();
+      }
+    }
+
+    /** Stops the timer; returns false if it had already fired. */
+    boolean disarm() {
+      boolean disarmed = state.compareAndSet(WAITING, DISARMED) || state.get() == DISARMED;
+      ScheduledFuture<?> f = future;
+      if (f != null) {
+        f.cancel(false);
+      }
+      return disarmed;
+    }
+
+    boolean fired() {
+      return state.get() == FIRED;
+    }
+  }
+
+  /** The one daemon thread that fires first-byte budgets for every forwarder (a budget only cancels a call). */
+  private static final class Timers {
+    static final ScheduledThreadPoolExecutor SCHEDULER = create();
+
+    private static ScheduledThreadPoolExecutor create() {
+      ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(1, r -> {
+        Thread t = new Thread(r, "kvroute-forwarder-timeouts");
+        t.setDaemon(true);
+        return t;
+      });
+      executor.setRemoveOnCancelPolicy(true); // a disarmed budget does not linger in the queue
+      return executor;
     }
   }
 
@@ -355,13 +641,17 @@ public final class RoutingForwarder {
     return new ConnectException("worker " + routing.workerId() + " has no '" + endpointName + "' endpoint");
   }
 
-  private static void logRetry(WorkerId id, IOException e) {
-    logger.log(DEBUG, () -> "cannot connect to " + id + "; routing again without it: " + e);
-  }
-
-  private static ForwardedResponse wrap(Response response, Attempt a, List<WorkerId> failed) {
+  private ForwardedResponse wrap(Response response, Attempt a, List<WorkerId> failed) {
     try {
-      RoutedResponseBody body = new RoutedResponseBody(response.body(), a.routing, response.isSuccessful());
+      WorkerId id = a.routing.workerId();
+      boolean ok = response.isSuccessful();
+      if (response.code() >= 500) {
+        router.reportFailure(id, FailureKind.SERVER_ERROR);
+      } else if (!ok) {
+        router.reportSuccess(id); // a 4xx: the worker is alive and answering
+      }
+      RoutedResponseBody body = new RoutedResponseBody(response.body(), a.routing, ok, ok ? router : null,
+          this::evictIdleConnections);
       Response routed = response.newBuilder().body(body).build();
       return new ForwardedResponse(routed, body, a.routing, Objects.requireNonNull(a.call), List.copyOf(failed));
     } catch (RuntimeException | Error e) {
@@ -373,7 +663,9 @@ public final class RoutingForwarder {
 
   @Override
   public String toString() {
-    return "RoutingForwarder{router=" + router + ", maxAttempts=" + maxAttempts + ", tokenizer=" + tokenizer + "}";
+    return "RoutingForwarder{router=" + router + ", maxAttempts=" + maxAttempts + ", connect=" + connectTimeout
+        + ", firstByte=" + firstByteTimeout + ", idle=" + idleTimeout + ", response=" + responseTimeout
+        + ", tokenizer=" + tokenizer + "}";
   }
 
   private RouteRequest routeRequest(ForwardRequest request, int[] tokens, List<WorkerId> failed) {
@@ -415,17 +707,69 @@ public final class RoutingForwarder {
     private @Nullable Tokenizer tokenizer;
     private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
     private String endpointName = Worker.HTTP;
+    private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
+    private Duration firstByteTimeout = DEFAULT_FIRST_BYTE_TIMEOUT;
+    private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
+    private Duration responseTimeout = DEFAULT_RESPONSE_TIMEOUT;
 
     private Builder(Router router) {
       this.router = Objects.requireNonNull(router, "router");
     }
 
     /**
-     * The client for upstream calls, used as given: its timeouts bound the calls. Default: 5 s connect timeout,
-     * 10 min read timeout, no call timeout.
+     * The client to derive the upstream calls' client from, sharing its connection pool, dispatcher and
+     * interceptors; its connect, read and write timeouts are replaced by this builder's budgets, and its silent
+     * retry of failed connections is turned off (it could resend a request an engine already received). Default:
+     * a new client.
      */
     public Builder client(OkHttpClient client) {
       this.client = Objects.requireNonNull(client, "client");
+      return this;
+    }
+
+    /**
+     * The budget of each attempt's connect (default {@link #DEFAULT_CONNECT_TIMEOUT}); an attempt that cannot
+     * connect within it is routed to another worker.
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder connectTimeout(Duration connectTimeout) {
+      this.connectTimeout = positive(connectTimeout, "connectTimeout");
+      return this;
+    }
+
+    /**
+     * The budget, for a streamed request, from starting the attempt to its response headers (default
+     * {@link #DEFAULT_FIRST_BYTE_TIMEOUT}); the idle timeout bounds that wait as well. Exceeding it fails the
+     * request with {@link UpstreamException.Reason#FIRST_BYTE_TIMEOUT} (504).
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder firstByteTimeout(Duration firstByteTimeout) {
+      this.firstByteTimeout = positive(firstByteTimeout, "firstByteTimeout");
+      return this;
+    }
+
+    /**
+     * The longest silence of a streamed request's connection, between any two reads or writes (default
+     * {@link #DEFAULT_IDLE_TIMEOUT}). Exceeded before the headers: {@link UpstreamException.Reason#RESPONSE_TIMEOUT}
+     * (504); in the body: the read fails with a {@link java.net.SocketTimeoutException}.
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder idleTimeout(Duration idleTimeout) {
+      this.idleTimeout = positive(idleTimeout, "idleTimeout");
+      return this;
+    }
+
+    /**
+     * The longest silence of a non-streamed request's connection, which is silent until the whole answer is ready
+     * (default {@link #DEFAULT_RESPONSE_TIMEOUT}). Exceeded: {@link UpstreamException.Reason#RESPONSE_TIMEOUT} (504).
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder responseTimeout(Duration responseTimeout) {
+      this.responseTimeout = positive(responseTimeout, "responseTimeout");
       return this;
     }
 
@@ -457,6 +801,14 @@ public final class RoutingForwarder {
 
     public RoutingForwarder build() {
       return new RoutingForwarder(this);
+    }
+
+    private static Duration positive(Duration d, String name) {
+      Objects.requireNonNull(d, name);
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive but was " + d);
+      }
+      return d;
     }
   }
 }

@@ -22,7 +22,8 @@ public interface ScrapeListener {
   default void onScraped(EngineMetrics metrics, int malformedLines) {}
 
   /**
-   * A scrape failed; the worker's last load stays with the router.
+   * A scrape failed; the router forgot the worker's last load and heard
+   * {@link io.kvroute.FailureKind#SCRAPE_FAILED}.
    *
    * @param cause the I/O error, or null when the response itself was the problem
    */

@@ -5,7 +5,9 @@
  * <ul>
  *   <li>{@link io.kvroute.transport.okhttp.RoutingForwarder}: routes an OpenAI-compatible request, POSTs it to the
  *       chosen worker, and ties the {@link io.kvroute.Routing} handle to the response (first token, completion,
- *       failure, cancellation); retries on the next-best worker when connecting fails.
+ *       failure, cancellation) and to the router's health model; per-attempt connect, first-byte, idle and
+ *       response budgets; retries on the next-best worker only when connecting fails; typed failures
+ *       ({@link io.kvroute.transport.okhttp.UpstreamException}: 502, 504).
  *   <li>{@link io.kvroute.transport.okhttp.EngineMetricsScraper}: scrapes vLLM's {@code /metrics} on a fixed delay
  *       into {@link io.kvroute.Router#updateLoad}, with per-worker timeouts, a response size bound and counted
  *       failures; keeps each worker's prefix cache counters.

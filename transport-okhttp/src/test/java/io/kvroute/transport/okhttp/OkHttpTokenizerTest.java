@@ -114,8 +114,19 @@ class OkHttpTokenizerTest {
       assertArrayEquals(REFERENCE.encode("a b c"), onWorkers.tokenize(MODEL, "a b c"));
     }
     OkHttpTokenizer none = OkHttpTokenizer.newBuilder().workers(Router.newBuilder().build().workers()).build();
-    IOException e = assertThrows(IOException.class, () -> none.tokenize(null, "x"));
-    assertTrue(e.getMessage().contains("no registered worker"), e.getMessage());
+    io.kvroute.NoWorkerAvailableException e = assertThrows(io.kvroute.NoWorkerAvailableException.class,
+        () -> none.tokenize(null, "x"));
+    assertEquals(io.kvroute.NoWorkerAvailableException.Reason.NO_WORKERS, e.reason());
+    assertEquals(503, e.httpStatus());
+    OkHttpTokenizer inProcessOnly = OkHttpTokenizer.newBuilder().workers(one(Worker.of(WorkerId.of("p")))).build();
+    IOException noEndpoint = assertThrows(IOException.class, () -> inProcessOnly.tokenize(null, "x"));
+    assertTrue(noEndpoint.getMessage().contains("no registered worker"), noEndpoint.getMessage());
+  }
+
+  private static io.kvroute.WorkerRegistry one(Worker worker) {
+    Router router = Router.newBuilder().build();
+    router.addWorker(worker);
+    return router.workers();
   }
 
   @Test

@@ -40,7 +40,7 @@ class ReadmeExampleTest {
         scraper.start();                                   // GET /metrics -> router.updateLoad, every second
 
         RoutingForwarder forwarder = RoutingForwarder.newBuilder(router)
-            .tokenizer(OkHttpTokenizer.newBuilder().workers(router.workers()).build())  // POST /tokenize
+            .tokenizer(OkHttpTokenizer.newBuilder().router(router).build())  // POST /tokenize, healthy workers
             .build();
         try (ForwardedResponse upstream = forwarder.forward(
             ForwardRequest.newBuilder("/v1/chat/completions", requestBody).build())) {

@@ -222,12 +222,17 @@ class RoutingForwarderTest {
       }
 
       RoutingForwarder once = RoutingForwarder.newBuilder(router).maxAttempts(1).build();
-      assertThrows(ConnectException.class, () -> once.forward(request));
+      UpstreamException single = assertThrows(UpstreamException.class, () -> once.forward(request));
+      assertEquals(UpstreamException.Reason.CONNECT_FAILED, single.reason());
+      assertEquals(502, single.httpStatus());
+      assertEquals(dead, single.workerId());
+      assertTrue(single.getCause() instanceof ConnectException, String.valueOf(single.getCause()));
       assertEquals(0, router.activeRequests(dead));
 
       ForwardRequest onlyDead = ForwardRequest.newBuilder("/v1/completions", completion(prompt, 3, false))
           .tokens(tokens).routeOptions(b -> b.allowedWorkers(Set.of(dead))).build();
-      ConnectException e = assertThrows(ConnectException.class, () -> forwarder.forward(onlyDead));
+      UpstreamException e = assertThrows(UpstreamException.class, () -> forwarder.forward(onlyDead));
+      assertEquals(UpstreamException.Reason.CONNECT_FAILED, e.reason());
       assertTrue(Arrays.stream(e.getSuppressed()).anyMatch(s -> s instanceof NoWorkerAvailableException),
           "no worker was left to retry on");
       assertEquals(0, router.activeRequests(dead));
@@ -277,7 +282,11 @@ class RoutingForwarderTest {
 
       // The connection is reset before any response: not retried (the request may have been processed).
       server.enqueue(new MockResponse.Builder().onResponseStart(new SocketEffect.CloseSocket()).build());
-      assertThrows(IOException.class, () -> mock.forward(request));
+      int before = server.getRequestCount();
+      UpstreamException lost = assertThrows(UpstreamException.class, () -> mock.forward(request));
+      assertEquals(UpstreamException.Reason.CONNECTION_LOST, lost.reason());
+      assertEquals(502, lost.httpStatus());
+      assertEquals(before + 1, server.getRequestCount(), "the request was sent again");
       assertEquals(0, solo.activeRequests(id));
       assertEquals(0, solo.pendingPrefillTokens(id));
     }
@@ -289,9 +298,9 @@ class RoutingForwarderTest {
     RoutingForwarder noTokenizer = RoutingForwarder.newBuilder(router).build();
     assertThrows(IllegalStateException.class,
         () -> noTokenizer.forward(ForwardRequest.newBuilder("/v1/completions", completion("a", 1, false)).build()));
-    assertThrows(IllegalArgumentException.class,
+    assertEquals(400, assertThrows(io.kvroute.InvalidRouteRequestException.class,
         () -> forwarder.forward(ForwardRequest.newBuilder("/v1/completions", "{not json".getBytes(
-            StandardCharsets.UTF_8)).build()));
+            StandardCharsets.UTF_8)).build())).httpStatus());
     assertThrows(NoWorkerAvailableException.class, () -> forwarder.forward(ForwardRequest.newBuilder(
         "/v1/completions", completion("a b", 1, false)).model("another-model").build()).close());
     assertEquals(before, router.activeRequests(IDS[0]) + router.activeRequests(IDS[1]) + router.activeRequests(IDS[2]));
@@ -347,7 +356,8 @@ class RoutingForwarderTest {
       ExecutionException failed = assertThrows(ExecutionException.class, () -> forwarder.forwardAsync(
           ForwardRequest.newBuilder("/v1/completions", completion(prompt, 2, false)).tokens(tokens)
               .routeOptions(b -> b.allowedWorkers(Set.of(dead))).build()).get(20, TimeUnit.SECONDS));
-      assertTrue(failed.getCause() instanceof ConnectException, failed.getCause().toString());
+      assertTrue(failed.getCause() instanceof UpstreamException u && u.reason() == UpstreamException.Reason
+          .CONNECT_FAILED && u.getCause() instanceof ConnectException, failed.getCause().toString());
       assertEquals(0, router.activeRequests(dead));
     } finally {
       router.removeWorker(dead);
