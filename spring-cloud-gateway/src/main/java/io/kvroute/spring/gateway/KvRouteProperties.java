@@ -554,7 +554,7 @@ public class KvRouteProperties {
     private String remotePath = "/tokenize";
 
     /** The bound of one /tokenize call. */
-    private Duration timeout = Duration.ofSeconds(10);
+    private Duration timeout = Duration.ofSeconds(2);
 
     public @Nullable Path getPath() {
       return path;
