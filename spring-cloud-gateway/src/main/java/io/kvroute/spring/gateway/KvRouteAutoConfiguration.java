@@ -227,7 +227,7 @@ public class KvRouteAutoConfiguration {
     if (t.getEndpoint() != null) {
       b.endpoint(t.getEndpoint());
     } else {
-      b.workers(router.workers());
+      b.router(router); // the registered workers, healthy ones first; those it cannot reach are reported
     }
     return b.build();
   }
