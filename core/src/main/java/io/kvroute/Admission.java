@@ -43,11 +43,21 @@ final class Admission {
   private @Nullable Routing newest;
   private int open;
 
-  Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health) {
+  private final SharedLoad shared;
+  private long nextBookingId; // guarded by lock
+  private boolean sharedFailed; // guarded by lock: the port threw once (logged once)
+
+  Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health, SharedLoad shared) {
     this.blockSize = blockSize;
     this.bookingTimeoutNanos = bookingTimeoutNanos;
     this.random = new SplittableRandom(randomSeed);
     this.health = health;
+    this.shared = shared;
+  }
+
+  /** Takes the lock only if it is free at once. */
+  boolean tryLock() {
+    return lock.tryLock();
   }
 
   /**
@@ -102,7 +112,29 @@ final class Admission {
     newest = routing;
     routing.tracked = true;
     open++;
+    routing.bookingId = ++nextBookingId;
     return true;
+  }
+
+  /** Tells the shared-load port of a booking; under the lock, after {@link #book}. */
+  void shareBooking(Routing routing, boolean predicted) {
+    if (shared == SharedLoad.NONE) {
+      return;
+    }
+    try {
+      shared.booked(routing.bookingId, routing.state().worker.id(), routing.bookedPrefillTokens, routing.hashes,
+          routing.hashCount, predicted);
+    } catch (RuntimeException e) {
+      sharedThrew(e);
+    }
+  }
+
+  private void sharedThrew(RuntimeException e) {
+    if (!sharedFailed) {
+      sharedFailed = true;
+      System.getLogger(Admission.class.getName()).log(System.Logger.Level.WARNING, "the SharedLoad port "
+          + shared + " threw; it must only enqueue (further failures are not logged)", e);
+    }
   }
 
   /**
@@ -144,6 +176,13 @@ final class Admission {
     routing.prefillReleased = true;
     WorkerRegistry.WorkerState state = routing.state();
     load.releasePrefill(state.slot, state.generation, routing.bookedPrefillTokens);
+    if (shared != SharedLoad.NONE && routing.bookingId != 0) {
+      try {
+        shared.firstToken(routing.bookingId);
+      } catch (RuntimeException e) {
+        sharedThrew(e);
+      }
+    }
   }
 
   /** The request ended: its blocks are released and it stops being tracked. */
@@ -151,6 +190,13 @@ final class Admission {
     routing.blocksReleased = true;
     WorkerRegistry.WorkerState state = routing.state();
     load.releaseRequest(state.slot, state.generation, routing.hashes, routing.hashCount);
+    if (shared != SharedLoad.NONE && routing.bookingId != 0) {
+      try {
+        shared.closed(routing.bookingId);
+      } catch (RuntimeException e) {
+        sharedThrew(e);
+      }
+    }
     untrack(routing);
     pool.give(routing.hashes);
     if (routing.probe) {

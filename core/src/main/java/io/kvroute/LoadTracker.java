@@ -24,7 +24,7 @@ import java.util.Arrays;
  * exactly once.
  */
 final class LoadTracker {
-  static final int SAMPLE = 8;
+  static final int SAMPLE = RemoteLoad.LOAD_KEY_STRIDE;
   private static final int EXPECTED_KEYS = 1024;
 
   private long[] prefillTokens = new long[16];
@@ -129,6 +129,59 @@ final class LoadTracker {
     }
     liveBlocks[slot] = live;
     return true;
+  }
+
+  /**
+   * Books a peer replica's request from its load keys alone (the hashes {@link #book} would read, in order; see
+   * {@link RemoteLoad#loadKeys}).
+   *
+   * @return false, booking nothing, if that registration no longer owns the slot
+   */
+  boolean bookKeys(int slot, long generation, long prefill, long[] keys, int blocks) {
+    if (!owns(slot, generation)) {
+      return false;
+    }
+    prefillTokens[slot] += prefill;
+    activeRequests[slot]++;
+    Long2IntOpenHashMap map = activeBlocks[slot];
+    long live = liveBlocks[slot];
+    int k = 0;
+    for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
+      if (map.addTo(keys[k++], 1) == 0) {
+        live += span(p);
+      }
+    }
+    liveBlocks[slot] = live;
+    return true;
+  }
+
+  /** Releases what {@link #bookKeys} booked (its prefill is released separately). */
+  void releaseKeys(int slot, long generation, long[] keys, int blocks) {
+    if (!owns(slot, generation)) {
+      staleReleases++;
+      return;
+    }
+    if (activeRequests[slot] == 0) {
+      overReleases++;
+      return;
+    }
+    activeRequests[slot]--;
+    Long2IntOpenHashMap map = activeBlocks[slot];
+    long live = liveBlocks[slot];
+    int k = 0;
+    for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
+      long h = keys[k++];
+      int before = map.get(h);
+      if (before > 1) {
+        map.put(h, before - 1);
+      } else if (before == 1) {
+        map.remove(h);
+        live -= span(p);
+      } else {
+        overReleases++;
+      }
+    }
+    liveBlocks[slot] = live;
   }
 
   void releasePrefill(int slot, long generation, long prefill) {

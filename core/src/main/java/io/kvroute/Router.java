@@ -74,6 +74,7 @@ public final class Router {
   private final HealthReports health;
   private final Admission admission;
   private final Predictions predictions;
+  private final RemoteBookings remote;
   // Under the approximate policy every worker is scored by predictions; otherwise only those without trusted events.
   private final boolean allApproximate;
   private long generations; // guarded by the registry's change lock
@@ -87,7 +88,7 @@ public final class Router {
     this.maxPromptTokens = b.maxPromptTokens;
     this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.health = new HealthReports(ticker, listener);
-    this.admission = new Admission(blockSize, b.bookingTimeout.toNanos(), b.randomSeed, health);
+    this.admission = new Admission(blockSize, b.bookingTimeout.toNanos(), b.randomSeed, health, b.sharedLoad);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
         .maxWorkers(b.maxWorkers).listener(listener).build();
     this.indexView = indexer.readOnlyView();
@@ -101,6 +102,10 @@ public final class Router {
     }
     this.registry = new WorkerRegistry(new RegistryHooks(), listener);
     this.eventSink = new RegisteredWorkersSink();
+    this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker);
+    if (b.sharedLoad != SharedLoad.NONE) {
+      b.sharedLoad.start(remote);
+    }
   }
 
   /**
@@ -191,6 +196,16 @@ public final class Router {
   }
 
   /**
+   * The load peer replicas booked, as this router sees it, fed by the {@link Builder#sharedLoad} port (empty
+   * without one). Its bookings are included in what policies see and in {@link #activeRequests}.
+   *
+   * @return the view
+   */
+  public RemoteLoad remoteLoad() {
+    return remote;
+  }
+
+  /**
    * Routes a prompt with no further constraints; see {@link #select(RouteRequest)}.
    *
    * @param tokens the prompt's token ids
@@ -248,6 +263,9 @@ public final class Router {
         try {
           long now = ticker.read();
           admission.drainReleases();
+          if (remote.hasQueued()) {
+            remote.drain(RemoteBookings.DRAIN_PER_SELECT);
+          }
           expired = admission.expire(now);
           predictions.expire(now);
           candidates.admit(admission.random, now);
@@ -366,9 +384,11 @@ public final class Router {
     if (!admission.book(routing)) {
       throw new IllegalStateException("worker " + chosen.worker.id() + " lost its slot under the admission lock");
     }
-    if (allApproximate || chosen.approximate) {
+    boolean predicted = allApproximate || chosen.approximate;
+    if (predicted) {
       predictions.record(chosen, booked, count, now);
     }
+    admission.shareBooking(routing, predicted && count > 0);
     return routing;
   }
 
@@ -562,7 +582,7 @@ public final class Router {
   }
 
   /**
-   * Active requests the router has booked on a worker.
+   * Active requests booked on a worker, by this router and, with a {@link Builder#sharedLoad} port, its peers.
    *
    * @param id the worker
    * @return its open bookings, 0 if unknown
@@ -572,7 +592,7 @@ public final class Router {
   }
 
   /**
-   * Pending prefill tokens the router has booked on a worker.
+   * Pending prefill tokens booked on a worker, by this router and its peers.
    *
    * @param id the worker
    * @return prompt tokens of its requests without a first token yet, 0 if unknown
@@ -589,6 +609,7 @@ public final class Router {
     admission.lock();
     try {
       admission.drainReleases();
+      remote.drain(Integer.MAX_VALUE);
       LoadTracker load = admission.load;
       if (!load.owns(s.slot, s.generation)) {
         return 0;
@@ -741,8 +762,22 @@ public final class Router {
     private int ejectAfterFailures = DEFAULT_EJECT_AFTER_FAILURES;
     private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
     private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+    private SharedLoad sharedLoad = SharedLoad.NONE;
 
     private Builder() {}
+
+    /**
+     * Shares this router's bookings (and approximate-mode predictions) with peer replicas through a port, and
+     * counts theirs in what policies see; see {@link SharedLoad}. The port is started when the router is built
+     * and serves that one router. Default {@link SharedLoad#NONE}.
+     *
+     * @param sharedLoad the port, for example {@code kvroute-sync-nats}'s {@code NatsLoadSync}
+     * @return this builder
+     */
+    public Builder sharedLoad(SharedLoad sharedLoad) {
+      this.sharedLoad = Objects.requireNonNull(sharedLoad, "sharedLoad");
+      return this;
+    }
 
     /**
      * The longest prompt {@link Router#select} accepts, in tokens; longer ones are rejected with

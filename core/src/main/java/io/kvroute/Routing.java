@@ -49,6 +49,8 @@ public final class Routing implements AutoCloseable {
   @Nullable Routing older;
   @Nullable Routing newer;
   boolean tracked;
+  // The admission's id of this booking, shared with peer replicas; 0 until booked. Guarded by the admission lock.
+  long bookingId;
 
   Routing(Admission admission, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,

@@ -91,8 +91,14 @@ public final class Gateway implements AutoCloseable {
       int ranks, @Nullable String model) {
     Worker toWorker(int rank) {
       Worker.Builder b = Worker.newBuilder(new WorkerId(name, rank)).endpoint(Worker.HTTP, http).model(model);
-      if (events != null) {
+      if (events != null) { // the names kvroute-events-zmq gives a worker's event endpoints
         b.endpoint("kv-events", URI.create(events));
+      }
+      if (replay != null) {
+        b.endpoint("kv-replay", URI.create(replay));
+      }
+      if (!topic.isEmpty()) {
+        b.label("kv-events.topic", topic);
       }
       return b.build();
     }

@@ -54,6 +54,36 @@ class BenchmarkSmokeTest {
     }
   }
 
+  @ParameterizedTest
+  @EnumSource(SharedLoadBenchmark.Sync.class)
+  void sharedLoadBenchmarkRoutesAndReleases(SharedLoadBenchmark.Sync sync) throws Exception {
+    boolean natsInstalled = java.util.stream.Stream.of("/usr/sbin/nats-server", "/usr/local/bin/nats-server",
+        "/usr/bin/nats-server").anyMatch(p -> java.nio.file.Files.isExecutable(java.nio.file.Path.of(p)));
+    org.junit.jupiter.api.Assumptions.assumeTrue(sync == SharedLoadBenchmark.Sync.NONE || natsInstalled,
+        "nats-server not installed (apt-get install nats-server)");
+    SharedLoadBenchmark benchmark = new SharedLoadBenchmark();
+    benchmark.sync = sync;
+    benchmark.promptTokens = 512;
+    benchmark.workers = 4;
+    benchmark.policy = "approximate";
+    benchmark.peerRate = 1000;
+    benchmark.setUp();
+    try {
+      PromptCursor cursor = new PromptCursor();
+      for (int i = 0; i < 16; i++) {
+        assertNotNull(benchmark.select(cursor));
+      }
+      for (int w = 0; w < 4; w++) {
+        WorkerId id = WorkerId.of("vllm-" + w);
+        // Every booking still open is the peer's: the measured calls released their own.
+        assertEquals(benchmark.router.remoteLoad().activeRequests(id), benchmark.router.activeRequests(id), id + "");
+      }
+      assertTrue(benchmark.router.remoteLoad().openBookings() <= 64, "the peer keeps at most 64 in flight");
+    } finally {
+      benchmark.tearDown();
+    }
+  }
+
   @Test
   void hashingCountsTokens() {
     HashingBenchmark benchmark = new HashingBenchmark();

@@ -9,7 +9,13 @@ import java.util.Objects;
  * @param content the message text (list-of-parts contents are joined with a newline)
  */
 public record ChatMessage(String role, String content) {
-  /** @throws NullPointerException if {@code role} or {@code content} is null */
+  /**
+   * Checks the components.
+   *
+   * @param role the role
+   * @param content the text
+   * @throws NullPointerException if {@code role} or {@code content} is null
+   */
   public ChatMessage {
     Objects.requireNonNull(role, "role");
     Objects.requireNonNull(content, "content");

@@ -6,8 +6,10 @@ package io.kvroute.openai;
  * <p>Its message names what was wrong and, for input, the character offset where it was found.
  */
 public final class JsonException extends IllegalArgumentException {
+  /** The serialized form's version. */
   private static final long serialVersionUID = 1L;
 
+  /** Where in the input the error was found, or -1. */
   private final int offset;
 
   /**

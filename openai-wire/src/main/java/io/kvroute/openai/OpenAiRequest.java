@@ -279,7 +279,14 @@ public final class OpenAiRequest {
    * @param messages chat messages, or null
    */
   public record Prompt(int @Nullable [] tokens, @Nullable String text, @Nullable List<ChatMessage> messages) {
-    /** @throws IllegalArgumentException unless exactly one component is set */
+    /**
+     * Checks that exactly one component is set.
+     *
+     * @param tokens token ids, or null
+     * @param text prompt text, or null
+     * @param messages chat messages, or null
+     * @throws IllegalArgumentException unless exactly one component is set
+     */
     public Prompt {
       int set = (tokens != null ? 1 : 0) + (text != null ? 1 : 0) + (messages != null ? 1 : 0);
       if (set != 1) {

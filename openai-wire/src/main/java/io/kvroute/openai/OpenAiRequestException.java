@@ -8,8 +8,10 @@ import org.jspecify.annotations.Nullable;
  * {@code error.param}.
  */
 public final class OpenAiRequestException extends IllegalArgumentException {
+  /** The serialized form's version. */
   private static final long serialVersionUID = 1L;
 
+  /** The member at fault, or null. */
   private final @Nullable String param;
 
   /**

@@ -44,6 +44,9 @@ public final class Simulation {
   private final long eventDelayNanos;
   private final @Nullable IntToLongFunction arrivals;
   private final long loadReportNanos;
+  private final int replicas;
+  private final long periodicNanos;
+  private final @Nullable Runnable periodicTask;
 
   private Simulation(Builder b) {
     this.engine = b.engine;
@@ -55,6 +58,9 @@ public final class Simulation {
     this.eventDelayNanos = b.eventDelay.toNanos();
     this.arrivals = b.arrivals;
     this.loadReportNanos = b.loadReportInterval.toNanos();
+    this.replicas = b.replicas;
+    this.periodicNanos = b.periodicInterval.toNanos();
+    this.periodicTask = b.periodicTask;
   }
 
   /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
@@ -77,6 +83,7 @@ public final class Simulation {
   private static final int STEP_DONE = 1;
   private static final int DELIVER = 2;
   private static final int REPORT_LOAD = 3;
+  private static final int PERIODIC = 4;
 
   /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
   private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
@@ -101,7 +108,7 @@ public final class Simulation {
     private long now;
     private long seq;
     private int issued;
-    private Router router;
+    private Router[] routers;
 
     Occurrence schedule(long time, int kind, int target, EngineOrEvents payload) {
       Occurrence o = new Occurrence(time, seq++, kind, target, payload);
@@ -110,7 +117,10 @@ public final class Simulation {
     }
 
     SimulationResult execute() {
-      router = Objects.requireNonNull(routerFactory.apply(() -> now), "router factory returned null");
+      routers = new Router[replicas];
+      for (int r = 0; r < replicas; r++) {
+        routers[r] = Objects.requireNonNull(routerFactory.apply(() -> now), "router factory returned null");
+      }
       for (int w = 0; w < workers; w++) {
         int worker = w;
         workerIds[w] = WorkerId.of("sim-" + w);
@@ -120,7 +130,9 @@ public final class Simulation {
             .build();
         engines[w] = new SimEngine(config, events -> schedule(now + eventDelayNanos, DELIVER, worker,
             new EngineOrEvents(null, events)));
-        router.addWorker(Worker.of(workerIds[w]));
+        for (Router router : routers) {
+          router.addWorker(Worker.of(workerIds[w]));
+        }
       }
       if (arrivals == null) {
         for (int c = 0; c < concurrency; c++) {
@@ -141,14 +153,27 @@ public final class Simulation {
       if (loadReportNanos > 0) {
         schedule(loadReportNanos, REPORT_LOAD, 0, null);
       }
+      if (periodicTask != null) {
+        schedule(periodicNanos, PERIODIC, 0, null);
+      }
       while (!queue.isEmpty()) {
         Occurrence o = queue.poll();
         now = o.time();
         switch (o.kind()) {
           case SEND -> send();
           case STEP_DONE -> stepDone(o.target(), o.payload().step());
-          case DELIVER -> router.eventSink().applyAll(workerIds[o.target()], o.payload().events());
+          case DELIVER -> {
+            for (Router router : routers) {
+              router.eventSink().applyAll(workerIds[o.target()], o.payload().events());
+            }
+          }
           case REPORT_LOAD -> reportLoad();
+          case PERIODIC -> {
+            periodicTask.run();
+            if (recorder.count < requests) {
+              schedule(now + periodicNanos, PERIODIC, 0, null);
+            }
+          }
           default -> throw new AssertionError(o);
         }
       }
@@ -163,7 +188,10 @@ public final class Simulation {
     private void reportLoad() {
       for (int w = 0; w < workers; w++) {
         SimEngine e = engines[w];
-        router.updateLoad(workerIds[w], new EngineLoad(e.numRunning(), e.numWaiting(), e.kvCacheUsage(), now));
+        EngineLoad load = new EngineLoad(e.numRunning(), e.numWaiting(), e.kvCacheUsage(), now);
+        for (Router router : routers) {
+          router.updateLoad(workerIds[w], load);
+        }
       }
       if (recorder.count < requests) {
         schedule(now + loadReportNanos, REPORT_LOAD, 0, null);
@@ -177,7 +205,7 @@ public final class Simulation {
       int index = issued++;
       SimRequest request = workload.request(index);
       long sentAt = now;
-      Routing routing = router.select(request.promptTokens());
+      Routing routing = routers[index % replicas].select(request.promptTokens());
       Integer w = indexOf.get(routing.workerId());
       if (w == null) {
         throw new IllegalStateException("router chose an unknown worker " + routing.workerId());
@@ -241,8 +269,39 @@ public final class Simulation {
     private Duration eventDelay = DEFAULT_EVENT_DELAY;
     private @Nullable IntToLongFunction arrivals;
     private Duration loadReportInterval = Duration.ZERO;
+    private int replicas = 1;
+    private Duration periodicInterval = Duration.ZERO;
+    private @Nullable Runnable periodicTask;
 
     private Builder() {}
+
+    /**
+     * Routes through this many routers, each built by the {@link #router} factory, as several gateway replicas
+     * behind a load balancer: request {@code i} goes to router {@code i mod replicas}; every router gets every
+     * worker, every KV event and every load report (default 1).
+     *
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder replicas(int replicas) {
+      this.replicas = positive(replicas, "replicas");
+      return this;
+    }
+
+    /**
+     * Runs {@code task} every {@code interval} of virtual time while requests remain, on the simulation's thread
+     * between occurrences (for example to flush the replicas' load sharing in virtual time).
+     *
+     * @throws IllegalArgumentException if {@code interval} is not positive
+     */
+    public Builder periodic(Duration interval, Runnable task) {
+      Objects.requireNonNull(interval, "interval");
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("periodic interval must be positive but was " + interval);
+      }
+      this.periodicInterval = interval;
+      this.periodicTask = Objects.requireNonNull(task, "task");
+      return this;
+    }
 
     /**
      * Reports every engine's running and waiting requests and KV usage to {@code router.updateLoad} at this

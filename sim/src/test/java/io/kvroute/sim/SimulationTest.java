@@ -51,6 +51,49 @@ class SimulationTest {
   }
 
   @Test
+  void replicasTakeRequestsRoundRobinAndEachSeesEveryEvent() {
+    java.util.List<Router> routers = new java.util.ArrayList<>();
+    java.util.List<java.util.concurrent.atomic.AtomicInteger> routed = new java.util.ArrayList<>();
+    int[] ticks = new int[1];
+    SimulationResult result = Simulation.newBuilder()
+        .workload(SharedPrefixWorkload.article(7, 3))
+        .requests(90)
+        .replicas(3)
+        .periodic(Duration.ofMillis(10), () -> ticks[0]++)
+        .router(ticker -> {
+          java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
+          routed.add(count);
+          Router r = Router.newBuilder().policy(RouterPolicy.kvAware()).ticker(ticker).randomSeed(routers.size())
+              .listener(new io.kvroute.RouterListener() {
+                @Override
+                public void onRouted(io.kvroute.Routing routing) {
+                  count.incrementAndGet();
+                }
+              }).build();
+          routers.add(r);
+          return r;
+        })
+        .build()
+        .run();
+    assertEquals(90, result.requests());
+    assertEquals(3, routers.size());
+    for (java.util.concurrent.atomic.AtomicInteger c : routed) {
+      assertEquals(30, c.get(), "request i goes to router i mod 3");
+    }
+    long entries = routers.get(0).indexer().stats().entries();
+    assertTrue(entries > 0);
+    for (Router r : routers) {
+      assertEquals(entries, r.indexer().stats().entries(), "every router applied every KV event");
+      assertEquals(6, r.workers().size());
+    }
+    // The task runs every 10 ms of virtual time while requests remain: about duration / 10 ms times.
+    long expected = result.duration().toMillis() / 10;
+    assertTrue(ticks[0] >= expected - 1 && ticks[0] <= expected + 1, ticks[0] + " ticks for " + result.duration());
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().replicas(0));
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().periodic(Duration.ZERO, () -> { }));
+  }
+
+  @Test
   void runsAreDeterministic() {
     SimulationResult a = run(7, 5, RouterPolicy::kvAware);
     SimulationResult b = run(7, 5, RouterPolicy::kvAware);

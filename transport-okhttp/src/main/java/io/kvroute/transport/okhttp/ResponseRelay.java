@@ -18,7 +18,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>A server-sent event stream ({@code text/event-stream}) is passed through event by event: each complete event
  * (ended by a blank line) is written and flushed as soon as it arrives, so the client sees tokens when the worker
- * sends them, and never a partial event. If the upstream fails mid-stream, the partial event is dropped and an
+ * sends them, and never a partial event (an event over {@value #MAX_PENDING_EVENT_BYTES} bytes is passed on in
+ * pieces rather than held). If the upstream fails mid-stream, the partial event is dropped and an
  * OpenAI-style error event is written instead, {@code data: {"error":{"message":…,"type":"upstream_error",
  * "param":null,"code":502}}}, which OpenAI's clients raise as an API error. Any other body is copied as it
  * arrives, flushed at the end; an upstream failure then leaves it short, and the caller must abort the client's
@@ -29,6 +30,9 @@ import org.jspecify.annotations.Nullable;
  * {@link HttpServerRelay} does all of it for the JDK's HTTP server.
  */
 public final class ResponseRelay {
+  /** An event longer than this is passed on in pieces, so a stream without blank lines cannot grow the buffer. */
+  static final long MAX_PENDING_EVENT_BYTES = 1 << 20;
+
   private ResponseRelay() {}
 
   /** How a relay ended. */
@@ -134,6 +138,9 @@ public final class ResponseRelay {
           return new Result(Outcome.COMPLETED, written, null);
         }
         long end = completeEventsEnd(pending);
+        if (end == 0 && pending.size() > MAX_PENDING_EVENT_BYTES) {
+          end = pending.size(); // not an event stream worth the name: pass it through as it comes
+        }
         if (end > 0) {
           written += end;
           pending.writeTo(out, end);

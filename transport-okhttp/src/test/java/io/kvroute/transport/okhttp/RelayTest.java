@@ -207,6 +207,22 @@ class RelayTest {
   }
 
   @Test
+  void aStreamWithoutEventBoundariesIsPassedOnNotHeld() throws Exception {
+    try (MockWebServer upstream = new MockWebServer()) {
+      int size = (int) ResponseRelay.MAX_PENDING_EVENT_BYTES * 3;
+      upstream.enqueue(new MockResponse.Builder().setHeader("Content-Type", "text/event-stream")
+          .body(new Buffer().writeUtf8("data: " + "x".repeat(size))).build());
+      upstream.start();
+      router.addWorker(Worker.of(WorkerId.of("endless"), URI.create(upstream.url("/").toString())));
+      URI base = startGateway();
+      HttpResponse<String> response = post(base, "/v1/completions", "{\"prompt\":[1,2,3],\"stream\":true}");
+      assertEquals(200, response.statusCode());
+      assertEquals(6 + size, response.body().length());
+      assertEquals(ResponseRelay.Outcome.COMPLETED, results.take().outcome());
+    }
+  }
+
+  @Test
   void eventBoundariesAreFoundForEveryLineEnding() {
     assertEquals(0, ResponseRelay.completeEventsEnd(new Buffer().writeUtf8("data: a")));
     assertEquals(0, ResponseRelay.completeEventsEnd(new Buffer().writeUtf8("data: a\n")));

@@ -1,0 +1,306 @@
+package io.kvroute;
+
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The router's {@link RemoteLoad}: peers' deltas queue here and are applied under the admission lock into the same
+ * {@link LoadTracker} as the router's own bookings, so policies see one total per worker and a prefix booked by
+ * several replicas on one worker counts once; thread-safe: any thread enqueues, and the queue is drained by whoever
+ * holds the admission lock (a selection before it scores, or the enqueuing thread when the lock is free).
+ *
+ * <p>Selections pay nothing for this beyond one emptiness check of the queue while no delta arrives.
+ */
+final class RemoteBookings implements RemoteLoad {
+  /** A selection applies at most this many queued deltas; the rest wait for the next holder of the lock. */
+  static final int DRAIN_PER_SELECT = 1024;
+  /** The transport thread applies this many at a time, letting selections in between. */
+  private static final int DRAIN_CHUNK = 256;
+  /** The bound on peers' open bookings; beyond it new ones are counted nowhere (and still released correctly). */
+  static final int MAX_REMOTE_BOOKINGS = Admission.MAX_OPEN_BOOKINGS;
+
+  private final int blockSize;
+  private final Admission admission;
+  private final WorkerRegistry registry;
+  private final Predictions predictions;
+  private final boolean allApproximate;
+  private final Ticker ticker;
+  private final ConcurrentLinkedQueue<Delta> inbox = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger queued = new AtomicInteger();
+  // Guarded by the admission lock.
+  private final Map<String, Long2ObjectOpenHashMap<Booking>> byReplica = new HashMap<>();
+  private long open;
+  private long uncounted;
+
+  /** A queued delta. */
+  private abstract static class Delta {
+    final String replica;
+
+    Delta(String replica) {
+      this.replica = replica;
+    }
+  }
+
+  /** A peer's open booking, and the delta that booked it. */
+  private static final class Booking extends Delta {
+    final long id;
+    final WorkerId worker;
+    long prefill;
+    final int blocks;
+    final long[] keys;
+    WorkerRegistry.@Nullable WorkerState state; // null: counted nowhere
+
+    Booking(String replica, long id, WorkerId worker, long prefill, int blocks, long[] keys) {
+      super(replica);
+      this.id = id;
+      this.worker = worker;
+      this.prefill = prefill;
+      this.blocks = blocks;
+      this.keys = keys;
+    }
+  }
+
+  private static final class Phase extends Delta {
+    final long id;
+    final boolean close;
+
+    Phase(String replica, long id, boolean close) {
+      super(replica);
+      this.id = id;
+      this.close = close;
+    }
+  }
+
+  private static final class Drop extends Delta {
+    Drop(String replica) {
+      super(replica);
+    }
+  }
+
+  private static final class Prediction extends Delta {
+    final WorkerId worker;
+    final long[] hashes;
+
+    Prediction(WorkerId worker, long[] hashes) {
+      super("");
+      this.worker = worker;
+      this.hashes = hashes;
+    }
+  }
+
+  RemoteBookings(int blockSize, Admission admission, WorkerRegistry registry, Predictions predictions,
+      boolean allApproximate, Ticker ticker) {
+    this.blockSize = blockSize;
+    this.admission = admission;
+    this.registry = registry;
+    this.predictions = predictions;
+    this.allApproximate = allApproximate;
+    this.ticker = ticker;
+  }
+
+  @Override
+  public int blockSize() {
+    return blockSize;
+  }
+
+  @Override
+  public void booked(String replica, long bookingId, WorkerId worker, long prefillTokens, int blocks, long[] keys,
+      int keyCount) {
+    Objects.requireNonNull(replica, "replica");
+    Objects.requireNonNull(worker, "worker");
+    Objects.requireNonNull(keys, "keys");
+    if (prefillTokens < 0 || blocks < 0) {
+      throw new IllegalArgumentException("prefillTokens and blocks must not be negative but were " + prefillTokens
+          + " and " + blocks);
+    }
+    if (keyCount != RemoteLoad.loadKeyCount(blocks) || keys.length < keyCount) {
+      throw new IllegalArgumentException("a booking of " + blocks + " blocks has " + RemoteLoad.loadKeyCount(blocks)
+          + " load keys but keyCount was " + keyCount + " (keys.length " + keys.length + ")");
+    }
+    enqueue(new Booking(replica, bookingId, worker, prefillTokens, blocks, Arrays.copyOf(keys, keyCount)));
+  }
+
+  @Override
+  public void firstToken(String replica, long bookingId) {
+    enqueue(new Phase(Objects.requireNonNull(replica, "replica"), bookingId, false));
+  }
+
+  @Override
+  public void closed(String replica, long bookingId) {
+    enqueue(new Phase(Objects.requireNonNull(replica, "replica"), bookingId, true));
+  }
+
+  @Override
+  public void predicted(WorkerId worker, long[] hashes, int count) {
+    Objects.requireNonNull(worker, "worker");
+    if (count < 0 || count > hashes.length) {
+      throw new IllegalArgumentException("count must be in [0, " + hashes.length + "] but was " + count);
+    }
+    if (count > 0) {
+      enqueue(new Prediction(worker, Arrays.copyOf(hashes, count)));
+    }
+  }
+
+  @Override
+  public void dropReplica(String replica) {
+    enqueue(new Drop(Objects.requireNonNull(replica, "replica")));
+  }
+
+  @Override
+  public int activeRequests(WorkerId worker) {
+    Objects.requireNonNull(worker, "worker");
+    admission.lock();
+    try {
+      drain(Integer.MAX_VALUE);
+      int n = 0;
+      for (Long2ObjectOpenHashMap<Booking> bookings : byReplica.values()) {
+        for (Booking b : bookings.values()) {
+          if (b.state != null && b.worker.equals(worker)) {
+            n++;
+          }
+        }
+      }
+      return n;
+    } finally {
+      admission.unlock();
+    }
+  }
+
+  @Override
+  public long openBookings() {
+    admission.lock();
+    try {
+      drain(Integer.MAX_VALUE);
+      return open;
+    } finally {
+      admission.unlock();
+    }
+  }
+
+  private void enqueue(Delta delta) {
+    inbox.offer(delta);
+    queued.incrementAndGet();
+    // Apply now if no selection is running; otherwise the next selection does, before it scores.
+    while (queued.get() > 0 && admission.tryLock()) {
+      try {
+        drain(DRAIN_CHUNK);
+      } finally {
+        admission.unlock();
+      }
+    }
+  }
+
+  /** Whether deltas wait; a plain read for the select path. */
+  boolean hasQueued() {
+    return queued.get() > 0;
+  }
+
+  /** Applies up to {@code max} queued deltas; under the admission lock. */
+  void drain(int max) {
+    Delta d;
+    long now = 0;
+    boolean nowRead = false;
+    for (int i = 0; i < max && (d = inbox.poll()) != null; i++) {
+      queued.decrementAndGet();
+      if (d instanceof Booking b) {
+        book(b);
+      } else if (d instanceof Phase p) {
+        phase(p);
+      } else if (d instanceof Drop) {
+        drop(d.replica);
+      } else if (d instanceof Prediction p) {
+        if (!nowRead) {
+          now = ticker.read();
+          nowRead = true;
+        }
+        predict(p, now);
+      }
+    }
+  }
+
+  private void book(Booking b) {
+    Long2ObjectOpenHashMap<Booking> bookings = byReplica.computeIfAbsent(b.replica,
+        r -> new Long2ObjectOpenHashMap<>());
+    if (bookings.containsKey(b.id)) {
+      return; // a replayed delta
+    }
+    WorkerRegistry.WorkerState state = registry.state(b.worker);
+    if (open < MAX_REMOTE_BOOKINGS && state != null
+        && admission.load.bookKeys(state.slot, state.generation, b.prefill, b.keys, b.blocks)) {
+      b.state = state;
+    } else {
+      uncounted++;
+    }
+    bookings.put(b.id, b);
+    open++;
+  }
+
+  private void phase(Phase p) {
+    Long2ObjectOpenHashMap<Booking> bookings = byReplica.get(p.replica);
+    if (bookings == null) {
+      return;
+    }
+    if (p.close) {
+      Booking b = bookings.remove(p.id);
+      if (b != null) {
+        release(b);
+        if (bookings.isEmpty()) {
+          byReplica.remove(p.replica);
+        }
+      }
+    } else {
+      Booking b = bookings.get(p.id);
+      if (b != null && b.prefill > 0) {
+        if (b.state != null) {
+          admission.load.releasePrefill(b.state.slot, b.state.generation, b.prefill);
+        }
+        b.prefill = 0;
+      }
+    }
+  }
+
+  private void release(Booking b) {
+    open--;
+    WorkerRegistry.WorkerState s = b.state;
+    if (s == null) {
+      return;
+    }
+    if (b.prefill > 0) {
+      admission.load.releasePrefill(s.slot, s.generation, b.prefill);
+    }
+    admission.load.releaseKeys(s.slot, s.generation, b.keys, b.blocks);
+  }
+
+  private void drop(String replica) {
+    Long2ObjectOpenHashMap<Booking> bookings = byReplica.remove(replica);
+    if (bookings != null) {
+      for (Booking b : bookings.values()) {
+        release(b);
+      }
+    }
+  }
+
+  private void predict(Prediction p, long now) {
+    WorkerRegistry.WorkerState state = registry.state(p.worker);
+    if (state != null && state.registered && (allApproximate || state.approximate)
+        && admission.load.owns(state.slot, state.generation)) {
+      predictions.record(state, p.hashes, p.hashes.length, now);
+    }
+  }
+
+  /** Peers' bookings on workers this router did not know when they arrived; under the admission lock. */
+  long uncounted() {
+    return uncounted;
+  }
+
+  @Override
+  public String toString() {
+    return "RemoteLoad{blockSize=" + blockSize + ", queued=" + queued.get() + "}";
+  }
+}

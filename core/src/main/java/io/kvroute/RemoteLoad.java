@@ -1,0 +1,92 @@
+package io.kvroute;
+
+/**
+ * A router's view of the load its peer replicas booked, fed by a {@link SharedLoad} port; thread-safe: ports call it
+ * from their own threads, and every method only enqueues, for the router to apply before its next selection.
+ *
+ * <p>Peers' bookings are counted with the router's own in what policies see ({@link Candidates#activeRequests},
+ * {@link Candidates#prefillTokens}, {@link Candidates#decodeBlocks}, {@link Candidates#activeOverlapBlocks}); a
+ * peer's approximate-mode predictions enter the router's prediction index with the router's own prediction TTL.
+ * Bookings are keyed by replica and booking id: a repeated {@link #booked} is ignored, and {@link #firstToken} or
+ * {@link #closed} for an unknown booking does nothing, so replaying deltas never counts anything twice. Bookings on
+ * workers this router does not know are kept (their release must still be matched) but count nowhere; a worker
+ * added later sees them from the peer's next snapshot.
+ *
+ * <p>A booking carries only its load keys, a digest of its block hashes: the hash of every
+ * {@value #LOAD_KEY_STRIDE}th block and of the last one, which is what the router counts active blocks by (see
+ * {@link #loadKeys}).
+ */
+public interface RemoteLoad {
+  /** A load key is taken every this many blocks, plus the last block. */
+  int LOAD_KEY_STRIDE = 8;
+
+  /** The router's block size: a peer's hashes are comparable only if its block size is the same. */
+  int blockSize();
+
+  /**
+   * A peer booked a request.
+   *
+   * @param replica the peer's name
+   * @param bookingId the peer's id of the booking
+   * @param prefillTokens pending prompt tokens (0 once the first token came)
+   * @param blocks the prompt's full blocks
+   * @param keys the booking's load keys, {@link #loadKeyCount loadKeyCount(blocks)} of them; copied
+   * @param keyCount how many of {@code keys} are given
+   * @throws IllegalArgumentException if {@code keyCount} is not {@code loadKeyCount(blocks)} or a count is negative
+   */
+  void booked(String replica, long bookingId, WorkerId worker, long prefillTokens, int blocks, long[] keys,
+      int keyCount);
+
+  /** A peer's booked request produced its first token. */
+  void firstToken(String replica, long bookingId);
+
+  /** A peer's booked request closed. */
+  void closed(String replica, long bookingId);
+
+  /**
+   * A peer predicted that {@code worker} holds the prefix named by these block hashes (approximate mode); ignored
+   * by a router that does not predict.
+   *
+   * @param hashes copied
+   */
+  void predicted(WorkerId worker, long[] hashes, int count);
+
+  /** Forgets every booking of {@code replica}: it left, expired, or its deltas can no longer be trusted. */
+  void dropReplica(String replica);
+
+  /** Peers' bookings open on {@code worker}, after applying everything delivered so far. */
+  int activeRequests(WorkerId worker);
+
+  /** Peers' open bookings in all, after applying everything delivered so far. */
+  long openBookings();
+
+  /** The number of load keys of a prompt of {@code blocks} full blocks. */
+  static int loadKeyCount(int blocks) {
+    if (blocks < 0) {
+      throw new IllegalArgumentException("blocks must not be negative but was " + blocks);
+    }
+    return (blocks + LOAD_KEY_STRIDE - 1) / LOAD_KEY_STRIDE;
+  }
+
+  /**
+   * Writes the load keys of {@code hashes[0..blocks)} into {@code keys}: the hashes at positions
+   * {@code STRIDE-1, 2*STRIDE-1, …} and {@code blocks-1} (each once).
+   *
+   * @return the number written, {@link #loadKeyCount loadKeyCount(blocks)}
+   */
+  static int loadKeys(long[] hashes, int blocks, long[] keys) {
+    int n = 0;
+    for (int p = firstLoadKey(blocks); p >= 0; p = nextLoadKey(p, blocks)) {
+      keys[n++] = hashes[p];
+    }
+    return n;
+  }
+
+  private static int firstLoadKey(int blocks) {
+    return blocks == 0 ? -1 : Math.min(LOAD_KEY_STRIDE, blocks) - 1;
+  }
+
+  private static int nextLoadKey(int p, int blocks) {
+    return p == blocks - 1 ? -1 : Math.min(p + LOAD_KEY_STRIDE, blocks - 1);
+  }
+}

@@ -1,0 +1,68 @@
+package io.kvroute;
+
+/**
+ * A port through which several router replicas share the load they book and, in approximate mode, the prefixes they
+ * predict, so that each replica routes with its peers' load in view; implementations must be thread-safe.
+ *
+ * <p>Set one on {@link Router.Builder#sharedLoad}. The router calls {@link #start} once when it is built, then tells
+ * the port of every local booking delta: {@link #booked}, {@link #firstToken}, {@link #closed}. It calls those one
+ * at a time, on whichever thread is selecting or releasing, while holding its admission lock: an implementation
+ * must only record or enqueue the delta, never block, never touch the network and never throw (an exception is
+ * logged and otherwise ignored). The peers' deltas go the other way: the port delivers them, from its own threads,
+ * to the {@link RemoteLoad} view given to {@link #start}, which the router applies before its next selection; a
+ * selection never waits on the port.
+ *
+ * <p>A port owns the replica protocol: encoding, batching, sequence numbers, membership and expiry. Whatever it
+ * loses (a dead peer, a broken connection) it must remove with {@link RemoteLoad#dropReplica}, so that the view
+ * degrades to local-only instead of holding stale load; and a peer's state should be replaced as a whole
+ * ({@code dropReplica} followed by its open bookings) whenever deltas may have been lost, so nothing is ever
+ * counted twice. {@code kvroute-sync-nats} is the NATS implementation.
+ */
+public interface SharedLoad {
+  /** A port that shares nothing: the router sees only its own bookings. */
+  SharedLoad NONE = new SharedLoad() {
+    @Override
+    public void start(RemoteLoad view) {}
+
+    @Override
+    public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
+        boolean predicted) {}
+
+    @Override
+    public void firstToken(long bookingId) {}
+
+    @Override
+    public void closed(long bookingId) {}
+
+    @Override
+    public String toString() {
+      return "SharedLoad.NONE";
+    }
+  };
+
+  /**
+   * Binds the port to a router, once, when the router is built.
+   *
+   * @param view where the port delivers its peers' deltas
+   * @throws IllegalStateException if the port is already bound to a router
+   */
+  void start(RemoteLoad view);
+
+  /**
+   * This replica booked a request on {@code worker}.
+   *
+   * @param bookingId this replica's id of the booking: unique and increasing over the router's life
+   * @param prefillTokens the prompt tokens the worker has to compute (not expected to be cached)
+   * @param hashes the prompt's block sequence hashes; valid only during the call (copy what is kept)
+   * @param blocks how many of {@code hashes} are the prompt's
+   * @param predicted whether the router also predicted these blocks cached on the worker (approximate mode), so that
+   *     peers should predict them too
+   */
+  void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks, boolean predicted);
+
+  /** The booked request produced its first token: its prefill tokens are no longer pending. */
+  void firstToken(long bookingId);
+
+  /** The booked request completed, failed, was cancelled or expired: all its load is released. */
+  void closed(long bookingId);
+}

@@ -1,0 +1,376 @@
+package io.kvroute.examples;
+
+import io.kvroute.KvAwareConfig;
+import io.kvroute.Router;
+import io.kvroute.RouterPolicy;
+import io.kvroute.SharedLoad;
+import io.kvroute.sim.SharedPrefixWorkload;
+import io.kvroute.sim.SimEngineConfig;
+import io.kvroute.sim.Simulation;
+import io.kvroute.sim.SimulationResult;
+import io.kvroute.sync.nats.NatsLoadSync;
+import io.kvroute.sync.nats.SyncStats;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The article's workload through N gateway replicas, each with its own {@link Router}, requests spread round-robin
+ * over them, with and without load sharing over a real NATS server; prints request hit rate, TTFT p50/p99, load
+ * balance and sync bytes per request beside the single router; not thread-safe (a command-line program).
+ *
+ * <pre>{@code
+ * mvn -q -pl examples -am package -DskipTests
+ * java -cp examples/target/kvroute-examples.jar io.kvroute.examples.ReplicaExperiment --replicas 1,2,4
+ * }</pre>
+ *
+ * <p>The simulation runs on a virtual clock, so load sharing runs in virtual time too: every
+ * {@code --sync-interval-ms} of virtual time (0.2 ms, {@link NatsLoadSync}'s default batch delay) each replica
+ * flushes its batched deltas to the NATS server, and the simulation waits (in real time) until every peer has
+ * received and applied them; a peer therefore learns a booking up to one interval after it was made, as in
+ * production (NATS itself adds tens of microseconds on loopback, not modelled). Without {@code --nats-url} a
+ * {@code nats-server} is started on a free loopback port. Every replica receives every engine's KV events, as a
+ * real deployment where each replica subscribes to every engine.
+ */
+public final class ReplicaExperiment {
+  // Held so the level sticks: the router's per-worker approximate-mode notices would flood the output.
+  private static final java.util.logging.Logger KVROUTE_LOG = java.util.logging.Logger.getLogger("io.kvroute");
+
+  private ReplicaExperiment() {}
+
+  /** Runs the grid and prints the table. */
+  public static void main(String[] args) throws IOException {
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("error: " + e.getMessage());
+      System.err.println(Options.USAGE);
+      System.exit(2);
+      return;
+    }
+    if (options.help) {
+      System.out.println(Options.USAGE);
+      return;
+    }
+    KVROUTE_LOG.setLevel(java.util.logging.Level.WARNING);
+    long start = System.nanoTime();
+    LocalNatsServer server = null;
+    String url = options.natsUrl;
+    if (url == null && options.syncModes.contains("nats")) {
+      server = LocalNatsServer.start();
+      url = server.url();
+    }
+    try {
+      List<Row> rows = run(options, url, System.err);
+      print(rows, options, System.out);
+    } finally {
+      if (server != null) {
+        server.close();
+      }
+    }
+    System.out.printf(Locale.ROOT, "%nDone in %.1f s.%n", (System.nanoTime() - start) / 1e9);
+  }
+
+  /** One (kinds, policy, replicas, sync) point: medians over the runs. */
+  record Row(int kinds, String policy, int replicas, String sync, double hitRate, double cachedRatio,
+      double ttftP50, double ttftP99, double imbalance, double syncBytesPerRequest) {}
+
+  static List<Row> run(Options options, @Nullable String natsUrl, PrintStream progress) {
+    List<Row> rows = new ArrayList<>();
+    Map<String, Supplier<RouterPolicy>> factories = ArticleExperiment.builtInPolicies(KvAwareConfig.DEFAULT);
+    for (int kinds : options.kinds) {
+      for (String policy : options.policies) {
+        for (int n : options.replicas) {
+          for (String sync : options.syncModes) {
+            if (n == 1 && !sync.equals("none")) {
+              continue; // one router shares with nobody
+            }
+            long t0 = System.nanoTime();
+            Row row = point(options, kinds, policy, factories.get(policy), n, sync, natsUrl);
+            rows.add(row);
+            progress.printf(Locale.ROOT, "kinds=%-2d %-13s N=%d sync=%-4s hit %5.1f%%  TTFT p50/p99 %4.0f/%4.0f ms"
+                    + "  max/mean %.2f  %6.0f B/req  (%d ms)%n", kinds, policy, n, sync, 100 * row.hitRate,
+                row.ttftP50, row.ttftP99, row.imbalance, row.syncBytesPerRequest, (System.nanoTime() - t0) / 1_000_000);
+          }
+        }
+      }
+    }
+    return rows;
+  }
+
+  private static final AtomicInteger RUNS = new AtomicInteger();
+
+  static Row point(Options options, int kinds, String policyName, Supplier<RouterPolicy> policy, int replicas,
+      String sync, @Nullable String natsUrl) {
+    int runs = options.runs;
+    double[] hit = new double[runs];
+    double[] ratio = new double[runs];
+    double[] p50 = new double[runs];
+    double[] p99 = new double[runs];
+    double[] imbalance = new double[runs];
+    double[] bytes = new double[runs];
+    SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(options.blocks).build();
+    for (int run = 0; run < runs; run++) {
+      long seed = options.seed + run;
+      SharedPrefixWorkload workload = SharedPrefixWorkload.newBuilder().prefixKinds(kinds)
+          .outputTokens(options.outputTokens).seed(seed).build();
+      NatsLoadSync[] syncs = new NatsLoadSync[replicas];
+      boolean nats = sync.equals("nats");
+      if (nats) {
+        if (natsUrl == null) {
+          throw new IllegalArgumentException("--sync nats needs a NATS server");
+        }
+        String subject = "kvroute.experiment." + ProcessHandle.current().pid() + "." + RUNS.incrementAndGet();
+        for (int r = 0; r < replicas; r++) {
+          syncs[r] = NatsLoadSync.newBuilder().servers(natsUrl).subject(subject).replicaName("replica-" + r)
+              .manualFlush() // flushed in virtual time by the simulation
+              .snapshotInterval(Duration.ZERO).heartbeatInterval(Duration.ofSeconds(1))
+              .replicaTtl(Duration.ofSeconds(60)).build();
+        }
+      }
+      AtomicInteger built = new AtomicInteger();
+      long[] bytesAtStart = new long[1];
+      Simulation.Builder simulation = Simulation.newBuilder()
+          .engine(engine)
+          .workers(options.workers)
+          .concurrency(options.concurrency)
+          .requests(options.requests)
+          .workload(workload)
+          .replicas(replicas)
+          .router(ticker -> {
+            int r = built.getAndIncrement();
+            Router router = Router.newBuilder().policy(policy.get()).ticker(ticker).randomSeed(seed * 31 + r)
+                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).build();
+            if (nats && r == replicas - 1) {
+              awaitMesh(syncs);
+              bytesAtStart[0] = Arrays.stream(syncs).mapToLong(s -> s.stats().bytesSent()).sum();
+            }
+            return router;
+          });
+      if (nats) {
+        simulation.periodic(Duration.ofNanos(options.syncIntervalNanos), () -> flushAndDeliver(syncs));
+      }
+      SimulationResult result;
+      try {
+        result = simulation.build().run();
+      } finally {
+        if (nats) {
+          for (NatsLoadSync s : syncs) {
+            s.close();
+          }
+        }
+      }
+      hit[run] = result.requestHitRate();
+      ratio[run] = result.cachedTokenRatio();
+      p50[run] = result.ttftMillis(0.50);
+      p99[run] = result.ttftMillis(0.99);
+      imbalance[run] = maxOverMean(result.requestsPerWorker());
+      if (nats) {
+        long sent = Arrays.stream(syncs).mapToLong(s -> s.stats().bytesSent()).sum() - bytesAtStart[0];
+        bytes[run] = (double) sent / options.requests;
+      }
+    }
+    return new Row(kinds, policyName, replicas, sync, ArticleExperiment.median(hit), ArticleExperiment.median(ratio),
+        ArticleExperiment.median(p50), ArticleExperiment.median(p99), ArticleExperiment.median(imbalance),
+        ArticleExperiment.median(bytes));
+  }
+
+  /** The busiest worker's requests over the mean: 1.00 is a perfectly even spread. */
+  static double maxOverMean(int[] perWorker) {
+    double mean = Arrays.stream(perWorker).average().orElse(0);
+    return mean == 0 ? 0 : Arrays.stream(perWorker).max().orElse(0) / mean;
+  }
+
+  /** Waits until every replica is connected and has heard from every other. */
+  private static void awaitMesh(NatsLoadSync[] syncs) {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    for (NatsLoadSync s : syncs) {
+      while (!s.isConnected() || s.peers().size() < syncs.length - 1) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("replica " + s.replicaName() + " did not see its peers: " + s);
+        }
+        LockSupport.parkNanos(1_000_000);
+      }
+    }
+  }
+
+  /** Publishes every replica's batch, then waits until each peer has received everything published so far. */
+  private static void flushAndDeliver(NatsLoadSync[] syncs) {
+    boolean any = false;
+    for (NatsLoadSync s : syncs) {
+      any |= s.flush();
+    }
+    if (!any) {
+      return;
+    }
+    long[] sent = new long[syncs.length];
+    for (int i = 0; i < syncs.length; i++) {
+      sent[i] = syncs[i].stats().sequence();
+    }
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    for (int i = 0; i < syncs.length; i++) {
+      for (int j = 0; j < syncs.length; j++) {
+        if (i == j) {
+          continue;
+        }
+        String peer = syncs[j].replicaName();
+        while (true) {
+          SyncStats stats = syncs[i].stats();
+          Long seen = stats.peers().get(peer);
+          if (seen != null && seen >= sent[j]) {
+            break;
+          }
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException(syncs[i].replicaName() + " did not receive " + peer + "'s frames up to "
+                + sent[j] + ": " + stats);
+          }
+          Thread.onSpinWait();
+        }
+      }
+    }
+  }
+
+  static void print(List<Row> rows, Options options, PrintStream out) {
+    out.println();
+    out.printf(Locale.ROOT, "%d workers x %d blocks, concurrency %d, %d requests x %d runs (medians); replicas share"
+            + " the requests round-robin; gaps are against the single router (N=1)%n", options.workers,
+        options.blocks, options.concurrency, options.requests, options.runs);
+    String header = String.format(Locale.ROOT, "%-5s | %-13s | %2s | %-4s | %8s | %8s | %-17s | %9s | %8s | %8s",
+        "kinds", "policy", "N", "sync", "hit rate", "hit gap", "TTFT p50 / p99 ms", "p99 gap", "max/mean", "B/req");
+    out.println(header);
+    out.println("-".repeat(header.length()));
+    Map<String, Row> single = new LinkedHashMap<>();
+    for (Row r : rows) {
+      if (r.replicas == 1) {
+        single.put(r.kinds + "/" + r.policy, r);
+      }
+    }
+    for (Row r : rows) {
+      Row base = single.get(r.kinds + "/" + r.policy);
+      String hitGap = base == null || r.replicas == 1 ? "" : String.format(Locale.ROOT, "%+.1f pp",
+          100 * (r.hitRate - base.hitRate));
+      String p99Gap = base == null || r.replicas == 1 || base.ttftP99 == 0 ? "" : String.format(Locale.ROOT,
+          "%+.1f%%", 100 * (r.ttftP99 - base.ttftP99) / base.ttftP99);
+      out.printf(Locale.ROOT, "%-5d | %-13s | %2d | %-4s | %7.1f%% | %8s | %8.0f / %6.0f | %9s | %8.2f | %8s%n",
+          r.kinds, r.policy, r.replicas, r.sync, 100 * r.hitRate, hitGap, r.ttftP50, r.ttftP99, p99Gap, r.imbalance,
+          r.sync.equals("nats") ? String.format(Locale.ROOT, "%.0f", r.syncBytesPerRequest) : "-");
+    }
+  }
+
+  /** Command-line options. */
+  static final class Options {
+    static final String USAGE = String.join("\n",
+        "usage: java -cp kvroute-examples.jar io.kvroute.examples.ReplicaExperiment [options]",
+        "  --replicas 1,2,4          router replicas (requests spread round-robin)",
+        "  --sync none,nats          load sharing: none, or over NATS",
+        "  --policies kvAware,approximate,cacheAffinity",
+        "  --kinds 2,7,12,24         prefix kinds",
+        "  --workers 6  --concurrency 8  --requests 240  --runs 3  --blocks 585  --output-tokens 128  --seed 1",
+        "  --sync-interval-ms 0.2    virtual time between flushes of the replicas' batched deltas (a peer learns",
+        "                            of a booking up to this late; default: NatsLoadSync's batch delay)",
+        "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)");
+
+    int[] replicas = {1, 2, 4};
+    List<String> syncModes = List.of("none", "nats");
+    List<String> policies = List.of("kvAware", "approximate", "cacheAffinity");
+    int[] kinds = {2, 7, 12, 24};
+    int workers = 6;
+    int concurrency = 8;
+    int requests = 240;
+    int runs = 3;
+    int blocks = SimEngineConfig.DEFAULT_NUM_BLOCKS;
+    int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
+    long seed = 1;
+    long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
+    @Nullable String natsUrl;
+    boolean help;
+
+    static Options parse(String[] args) {
+      Options o = new Options();
+      for (int i = 0; i < args.length; i++) {
+        String arg = args[i];
+        if (arg.equals("-h") || arg.equals("--help")) {
+          o.help = true;
+          continue;
+        }
+        if (i + 1 >= args.length) {
+          throw new IllegalArgumentException("missing value after " + arg);
+        }
+        String value = args[++i];
+        switch (arg) {
+          case "--replicas" -> o.replicas = ints(value, arg);
+          case "--kinds" -> o.kinds = ints(value, arg);
+          case "--sync" -> {
+            List<String> modes = List.of(value.split(","));
+            for (String m : modes) {
+              if (!m.equals("none") && !m.equals("nats")) {
+                throw new IllegalArgumentException("--sync takes none and/or nats but got '" + m + "'");
+              }
+            }
+            o.syncModes = modes;
+          }
+          case "--policies" -> {
+            List<String> chosen = List.of(value.split(","));
+            for (String p : chosen) {
+              if (!ArticleExperiment.POLICIES.containsKey(p)) {
+                throw new IllegalArgumentException("unknown policy '" + p + "'; known: "
+                    + ArticleExperiment.POLICIES.keySet());
+              }
+            }
+            o.policies = chosen;
+          }
+          case "--workers" -> o.workers = positive(value, arg);
+          case "--concurrency" -> o.concurrency = positive(value, arg);
+          case "--requests" -> o.requests = positive(value, arg);
+          case "--runs" -> o.runs = positive(value, arg);
+          case "--blocks" -> o.blocks = positive(value, arg);
+          case "--output-tokens" -> o.outputTokens = positive(value, arg);
+          case "--seed" -> o.seed = Long.parseLong(value);
+          case "--sync-interval-ms" -> {
+            double ms;
+            try {
+              ms = Double.parseDouble(value);
+            } catch (NumberFormatException e) {
+              throw new IllegalArgumentException("--sync-interval-ms needs a number but got '" + value + "'");
+            }
+            if (!(ms > 0) || Double.isInfinite(ms)) {
+              throw new IllegalArgumentException("--sync-interval-ms must be positive but was " + value);
+            }
+            o.syncIntervalNanos = Math.max(1, Math.round(ms * 1e6));
+          }
+          case "--nats-url" -> o.natsUrl = value;
+          default -> throw new IllegalArgumentException("unknown option " + arg);
+        }
+      }
+      return o;
+    }
+
+    private static int[] ints(String value, String option) {
+      return Arrays.stream(value.split(",")).mapToInt(s -> positive(s, option)).toArray();
+    }
+
+    private static int positive(String value, String option) {
+      int v;
+      try {
+        v = Integer.parseInt(value.trim());
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException(option + " needs a positive integer but got '" + value + "'");
+      }
+      if (v <= 0) {
+        throw new IllegalArgumentException(option + " needs a positive integer but got " + v);
+      }
+      return v;
+    }
+  }
+}

@@ -1,0 +1,66 @@
+package io.kvroute.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+class ReplicaExperimentTest {
+  private static final PrintStream QUIET = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+
+  @Test
+  void runsOneRowPerPointAndPrintsGapsAgainstTheSingleRouter() {
+    ReplicaExperiment.Options options = ReplicaExperiment.Options.parse(new String[] {"--kinds", "7", "--policies",
+        "kvAware", "--replicas", "1,2", "--sync", "none", "--runs", "1", "--requests", "48"});
+    List<ReplicaExperiment.Row> rows = ReplicaExperiment.run(options, null, QUIET);
+    assertEquals(2, rows.size());
+    assertEquals(1, rows.get(0).replicas());
+    assertEquals(2, rows.get(1).replicas());
+    ByteArrayOutputStream table = new ByteArrayOutputStream();
+    ReplicaExperiment.print(rows, options, new PrintStream(table, true, StandardCharsets.UTF_8));
+    String text = table.toString(StandardCharsets.UTF_8);
+    assertTrue(text.contains("kvAware       |  2 | none"), text);
+    assertTrue(text.contains(" pp "), "the N=2 row shows its hit-rate gap: " + text);
+  }
+
+  @Test
+  void syncOverARealNatsServerSendsAtLeastEachBookingsLoadKeys() throws Exception {
+    Assumptions.assumeTrue(LocalNatsServer.findBinary().isPresent(), LocalNatsServer.INSTALL_HINT);
+    try (LocalNatsServer server = LocalNatsServer.start()) {
+      ReplicaExperiment.Options options = ReplicaExperiment.Options.parse(new String[] {"--kinds", "7",
+          "--policies", "kvAware", "--replicas", "2", "--sync", "nats", "--runs", "1", "--requests", "48"});
+      ReplicaExperiment.Row row = ReplicaExperiment.run(options, server.url(), QUIET).get(0);
+      // A 2,371-token prompt has 148 full blocks, hence ceil(148 / 8) = 19 load keys of 8 bytes in its booking;
+      // at most all 148 hashes (a predicted booking) plus first-token, close and frame overhead.
+      assertTrue(row.syncBytesPerRequest() >= 19 * 8, row.toString());
+      assertTrue(row.syncBytesPerRequest() <= 148 * 8 + 400, row.toString());
+      assertTrue(row.hitRate() > 0.5, "7 prefix kinds over 6 workers mostly hit: " + row);
+    }
+  }
+
+  @Test
+  void loadBalanceIsTheBusiestWorkerOverTheMean() {
+    assertEquals(1.0, ReplicaExperiment.maxOverMean(new int[] {2, 2, 2}), 1e-12);
+    assertEquals(2.0, ReplicaExperiment.maxOverMean(new int[] {4, 2, 0}), 1e-12);
+  }
+
+  @Test
+  void optionsRejectBadValuesWithTheOptionName() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> ReplicaExperiment.Options.parse(new String[] {"--replicas", "0"}));
+    assertTrue(e.getMessage().contains("--replicas"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class,
+        () -> ReplicaExperiment.Options.parse(new String[] {"--sync", "redis"}));
+    assertTrue(e.getMessage().contains("redis"), e.getMessage());
+    assertThrows(IllegalArgumentException.class,
+        () -> ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "0"}));
+    assertThrows(IllegalArgumentException.class,
+        () -> ReplicaExperiment.Options.parse(new String[] {"--policies", "magic"}));
+  }
+}

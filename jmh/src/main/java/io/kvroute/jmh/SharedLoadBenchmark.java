@@ -1,0 +1,192 @@
+package io.kvroute.jmh;
+
+import io.kvroute.EventStreamState;
+import io.kvroute.Router;
+import io.kvroute.RouterPolicy;
+import io.kvroute.Routing;
+import io.kvroute.SharedLoad;
+import io.kvroute.Worker;
+import io.kvroute.WorkerId;
+import io.kvroute.sync.nats.NatsLoadSync;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * What sharing load over NATS adds to one routing decision ({@link Router#select(int[])}, first token and close):
+ * {@code sync=NONE} is a lone router; {@code sync=NATS} is the same router with a {@link NatsLoadSync} connected to
+ * a real {@code nats-server} (started on a free loopback port; it must be installed) and a peer replica booking and
+ * releasing {@code peerRate} requests per second, so the measured router both encodes its own deltas and applies
+ * its peer's. The difference of the two is the added cost per select.
+ *
+ * <pre>
+ * java -jar jmh/target/benchmarks.jar SharedLoadBenchmark -f 1 -wi 3 -w 1s -i 5 -r 1s -prof gc
+ * </pre>
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
+@State(Scope.Benchmark)
+public class SharedLoadBenchmark {
+  /** Whether load is shared. */
+  public enum Sync { NONE, NATS }
+
+  @Param({"NONE", "NATS"})
+  Sync sync;
+
+  @Param({"2048"})
+  int promptTokens;
+
+  @Param({"16"})
+  int workers;
+
+  @Param({"kvAware", "approximate"})
+  String policy;
+
+  /** Requests per second the peer replica books and releases. */
+  @Param({"2000"})
+  int peerRate;
+
+  Router router;
+  int[][] prompts;
+  private Process server;
+  private NatsLoadSync local;
+  private NatsLoadSync peerSync;
+  private Thread peerThread;
+  private final AtomicBoolean running = new AtomicBoolean();
+  private String url;
+
+  @Setup(Level.Trial)
+  public void setUp() throws IOException, InterruptedException {
+    List<WorkerId> ids = Workload.workers(workers);
+    SharedLoad port = SharedLoad.NONE;
+    Router peer = null;
+    if (sync == Sync.NATS) {
+      String url = startServer();
+      local = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("measured").build();
+      peerSync = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("peer").build();
+      port = local;
+      peer = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync).build();
+    }
+    router = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED).sharedLoad(port).build();
+    for (WorkerId id : ids) {
+      router.addWorker(Worker.of(id));
+      router.reportEventStream(id, EventStreamState.LIVE);
+      if (peer != null) {
+        peer.addWorker(Worker.of(id));
+        peer.reportEventStream(id, EventStreamState.LIVE);
+      }
+    }
+    SplittableRandom random = new SplittableRandom(Workload.SEED);
+    prompts = new int[Workload.MAX_PROMPTS][];
+    for (int i = 0; i < prompts.length; i++) {
+      prompts[i] = random.ints(promptTokens, 0, 150_000).toArray();
+    }
+    if (peer != null) {
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while ((local.peers().isEmpty() || peerSync.peers().isEmpty()) && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      if (local.peers().isEmpty()) {
+        throw new IllegalStateException("the replicas did not see each other over " + url);
+      }
+      Router p = peer;
+      running.set(true);
+      peerThread = new Thread(() -> {
+        Routing[] inFlight = new Routing[64];
+        long interval = 1_000_000_000L / peerRate;
+        long next = System.nanoTime();
+        for (int i = 0; running.get(); i++) {
+          int slot = i & 63;
+          if (inFlight[slot] != null) {
+            inFlight[slot].close();
+          }
+          inFlight[slot] = p.select(prompts[i & (prompts.length - 1)]);
+          inFlight[slot].firstToken();
+          next += interval;
+          long wait = next - System.nanoTime();
+          if (wait > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(wait);
+          }
+        }
+      }, "bench-peer");
+      peerThread.setDaemon(true);
+      peerThread.start();
+    }
+  }
+
+  private String startServer() throws IOException, InterruptedException {
+    Path binary = List.of("/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server").stream()
+        .map(Path::of).filter(Files::isExecutable).findFirst()
+        .orElseThrow(() -> new IllegalStateException("nats-server not found: apt-get install nats-server"));
+    int port;
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort();
+    }
+    server = new ProcessBuilder(binary.toString(), "-a", "127.0.0.1", "-p", String.valueOf(port))
+        .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (System.nanoTime() < deadline) {
+      try (Socket socket = new Socket()) {
+        socket.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 200);
+        url = "nats://127.0.0.1:" + port;
+        return url;
+      } catch (IOException notYet) {
+        Thread.sleep(20);
+      }
+    }
+    throw new IllegalStateException("nats-server did not listen on " + port);
+  }
+
+  private static RouterPolicy policy(String name) {
+    return name.equals("approximate") ? RouterPolicy.approximate() : RouterPolicy.kvAware();
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() throws InterruptedException {
+    running.set(false);
+    if (peerThread != null) {
+      peerThread.join(5000);
+    }
+    if (local != null) {
+      local.close();
+      peerSync.close();
+    }
+    if (server != null) {
+      server.destroy();
+      server.waitFor(5, TimeUnit.SECONDS);
+    }
+  }
+
+  @Benchmark
+  public WorkerId select(PromptCursor cursor) {
+    int[] prompt = prompts[cursor.next(prompts.length - 1)];
+    try (Routing routing = router.select(prompt)) {
+      routing.firstToken();
+      return routing.workerId();
+    }
+  }
+}

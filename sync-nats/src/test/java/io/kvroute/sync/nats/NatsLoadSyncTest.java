@@ -1,0 +1,420 @@
+package io.kvroute.sync.nats;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvroute.BlockHasher;
+import io.kvroute.KvAwareConfig;
+import io.kvroute.Router;
+import io.kvroute.RouterPolicy;
+import io.kvroute.Routing;
+import io.kvroute.Worker;
+import io.kvroute.WorkerId;
+import io.nats.client.Connection;
+import io.nats.client.Nats;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Router replicas sharing load through a real {@code nats-server} on loopback: deltas and predictions reach peers,
+ * and the faults of the issue (the server killed and restarted, a replica killed, one replica partitioned away and
+ * healing) degrade the view to local-only and recover it, never blocking a selection and never counting twice.
+ */
+class NatsLoadSyncTest {
+  @RegisterExtension
+  static final NatsServerExtension NATS = new NatsServerExtension();
+  private static final AtomicInteger SUBJECTS = new AtomicInteger();
+  private static final WorkerId W0 = WorkerId.of("w0");
+  private static final WorkerId W1 = WorkerId.of("w1");
+  private static final Duration HEARTBEAT = Duration.ofMillis(200);
+  private static final Duration TTL = Duration.ofMillis(1000);
+
+  private final String subject = "kvroute.test." + SUBJECTS.incrementAndGet();
+  private final List<Replica> replicas = new ArrayList<>();
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+
+  /** One gateway replica: a router, its sync and the requests it keeps open. */
+  final class Replica {
+    final String name;
+    final NatsLoadSync sync;
+    final Router router;
+    final List<Routing> open = new ArrayList<>();
+    final List<String> events = new CopyOnWriteArrayList<>();
+
+    Replica(String name, RouterPolicy policy, String url, int maxFrameBytes) {
+      this.name = name;
+      this.sync = NatsLoadSync.newBuilder().servers(url).subject(subject).replicaName(name)
+          .heartbeatInterval(HEARTBEAT).replicaTtl(TTL).reconnectWait(Duration.ofMillis(100))
+          .maxFrameBytes(maxFrameBytes).listener(new SyncListener() {
+            @Override
+            public void onPeerLeft(String replica, String reason) {
+              events.add("left " + replica + " " + reason);
+            }
+
+            @Override
+            public void onFrameRejected(String reason) {
+              events.add("rejected " + reason);
+            }
+
+            @Override
+            public void onDisconnected() {
+              events.add("disconnected");
+            }
+          }).build();
+      this.router = Router.newBuilder().policy(policy).randomSeed(name.hashCode()).sharedLoad(sync).build();
+      router.addWorker(Worker.of(W0));
+      router.addWorker(Worker.of(W1));
+      replicas.add(this);
+    }
+
+    Routing book(int[] prompt) {
+      Routing r = router.select(prompt);
+      open.add(r);
+      return r;
+    }
+
+    int remoteOpen() {
+      return (int) router.remoteLoad().openBookings();
+    }
+
+    int seenOn(WorkerId w) {
+      return router.activeRequests(w);
+    }
+
+    int seenTotal() {
+      return seenOn(W0) + seenOn(W1);
+    }
+  }
+
+  private Replica replica(String name) {
+    return replica(name, RouterPolicy.leastLoaded(), NATS.server().url());
+  }
+
+  private Replica replica(String name, RouterPolicy policy, String url) {
+    return new Replica(name, policy, url, NatsLoadSync.DEFAULT_MAX_FRAME_BYTES);
+  }
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (Replica r : replicas) {
+      r.sync.close();
+    }
+    for (AutoCloseable c : closeables) {
+      c.close();
+    }
+  }
+
+  private static int[] prompt(long seed, int tokens) {
+    return new SplittableRandom(seed).ints(tokens, 0, 50_000).toArray();
+  }
+
+  /** Waits up to {@code seconds} for the condition; returns the milliseconds it took. */
+  private static long await(double seconds, String what, BooleanSupplier condition) throws InterruptedException {
+    long start = System.nanoTime();
+    long deadline = start + (long) (seconds * 1e9);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("not within " + seconds + " s: " + what);
+      }
+      Thread.sleep(5);
+    }
+    return (System.nanoTime() - start) / 1_000_000;
+  }
+
+  private void awaitMesh(double seconds) throws InterruptedException {
+    for (Replica r : replicas) {
+      await(seconds, r.name + " sees all peers", () -> r.sync.peers().size() == replicas.size() - 1);
+    }
+  }
+
+  @Test
+  void bookingsAndReleasesReachPeersAndSteerTheirChoices() throws Exception {
+    Replica a = replica("a");
+    Replica b = replica("b");
+    awaitMesh(5);
+    for (int i = 0; i < 3; i++) {
+      a.book(prompt(i, 100));
+    }
+    // leastLoaded spreads a's three requests 2/1 (or 1/2); b must see exactly those.
+    int onW0 = a.seenOn(W0);
+    await(5, "b sees a's three bookings", () -> b.seenTotal() == 3);
+    assertEquals(onW0, b.seenOn(W0));
+    // b's next request goes to the worker a loaded less.
+    WorkerId lighter = onW0 < 3 - onW0 ? W0 : W1;
+    try (Routing r = b.router.select(prompt(9, 100))) {
+      assertEquals(lighter, r.workerId());
+    }
+    a.open.get(0).firstToken();
+    await(5, "b sees a first token", () -> b.router.pendingPrefillTokens(W0) + b.router.pendingPrefillTokens(W1)
+        == 200);
+    a.open.forEach(Routing::close);
+    await(5, "b sees a's releases", () -> b.seenTotal() == 0);
+    assertEquals(0, b.remoteOpen());
+    SyncStats stats = a.sync.stats();
+    assertTrue(stats.connected());
+    assertTrue(stats.bytesSent() > 0 && stats.framesSent() > 0);
+    assertEquals(List.of("a"), List.copyOf(b.sync.stats().peers().keySet()));
+  }
+
+  @Test
+  void approximatePredictionsReachPeers() throws Exception {
+    RouterPolicy approximate = RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofMinutes(2), 1 << 16);
+    Replica a = replica("a", approximate, NATS.server().url());
+    Replica b = replica("b", approximate, NATS.server().url());
+    awaitMesh(5);
+    int[] shared = prompt(42, 16 * 64);
+    Routing first = a.book(shared);
+    first.close();
+    int blocks = BlockHasher.of(16).sequenceHashes(shared).length;
+    // Wait until b received everything a published (probing earlier would make b predict the prefix itself).
+    a.sync.flush();
+    long sent = a.sync.stats().sequence();
+    await(5, "b received a's frames", () -> b.sync.stats().peers().getOrDefault("a", 0L) >= sent);
+    try (Routing probe = b.router.select(shared)) {
+      assertEquals(blocks, probe.matchedBlocks(), "b's prediction index holds a's routing");
+      assertEquals(first.workerId(), probe.workerId(), "b routes the prefix where a sent it");
+    }
+  }
+
+  @Test
+  void aClosedReplicaSaysGoodbyeAndAKilledOnesLoadExpiresWithinTheTtl() throws Exception {
+    Replica a = replica("a");
+    Replica b = replica("b");
+    awaitMesh(5);
+    a.book(prompt(1, 64));
+    await(5, "b sees a's booking", () -> b.seenTotal() == 1);
+    long t0 = System.nanoTime();
+    a.sync.close();
+    await(5, "b drops a on goodbye", () -> b.seenTotal() == 0);
+    assertTrue(System.nanoTime() - t0 < TTL.toNanos(), "a goodbye is faster than the TTL");
+    assertTrue(b.events.contains("left a goodbye"), b.events.toString());
+
+    // A replica in its own JVM, killed with SIGKILL: no goodbye, only the TTL.
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    Process child = new ProcessBuilder(java.toString(), "-cp", System.getProperty("java.class.path"),
+        ReplicaProcess.class.getName(), NATS.server().url(), subject, "doomed", "4",
+        String.valueOf(HEARTBEAT.toMillis()), String.valueOf(TTL.toMillis())).redirectErrorStream(true).start();
+    closeables.add(child::destroyForcibly);
+    BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+    assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
+      String line;
+      while ((line = out.readLine()) != null && !line.equals("ready")) {
+        // JVM and log output
+      }
+      assertEquals("ready", line);
+    });
+    await(5, "b sees the child's 4 bookings", () -> b.seenTotal() == 4);
+    long killedAt = System.nanoTime();
+    child.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    long took = await(10, "the killed replica's load expires", () -> b.seenTotal() == 0);
+    assertTrue(b.events.contains("left doomed expired"), b.events.toString());
+    double seconds = (System.nanoTime() - killedAt) / 1e9;
+    System.out.printf("killed replica: its load gone %.2f s after SIGKILL (TTL %d ms)%n", seconds, TTL.toMillis());
+    // Expiry comes at most one TTL after the last heartbeat heard, which was before the kill; allow scheduling slack.
+    assertTrue(seconds <= TTL.toMillis() / 1000.0 + 0.5, "expired after " + seconds + " s (" + took + " ms)");
+  }
+
+  @Test
+  void aServerRestartDegradesToLocalOnlyThenRecoversWithoutDoubleCounting() throws Exception {
+    Replica a = replica("a");
+    Replica b = replica("b");
+    awaitMesh(5);
+    for (int i = 0; i < 3; i++) {
+      a.book(prompt(i, 64));
+    }
+    for (int i = 0; i < 2; i++) {
+      b.book(prompt(10 + i, 64));
+    }
+    await(5, "both see 5", () -> a.seenTotal() == 5 && b.seenTotal() == 5);
+
+    NATS.server().kill();
+    await(5, "views degrade to local-only", () -> a.seenTotal() == 3 && b.seenTotal() == 2);
+    assertFalse(a.sync.isConnected());
+    // Routing goes on while NATS is down, and never waits on it.
+    assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
+      for (int i = 0; i < 500; i++) {
+        a.router.select(prompt(100 + i, 64)).close();
+      }
+      a.book(prompt(20, 64));
+      a.book(prompt(21, 64));
+      b.open.remove(0).close();
+    });
+    assertEquals(5, a.seenTotal());
+    assertEquals(1, b.seenTotal());
+
+    NATS.server().restart();
+    long took = await(5, "views recover within 5 s of the server's return",
+        () -> a.seenTotal() == 6 && b.seenTotal() == 6);
+    // Exact: a's 5 and b's 1, each counted once, on the workers they were booked on.
+    for (WorkerId w : List.of(W0, W1)) {
+      long aOn = a.open.stream().filter(r -> r.workerId().equals(w)).count();
+      long bOn = b.open.stream().filter(r -> r.workerId().equals(w)).count();
+      assertEquals(aOn + bOn, b.seenOn(w), w + " at b");
+      assertEquals(aOn + bOn, a.seenOn(w), w + " at a");
+    }
+    assertTrue(took < 5000, "recovered in " + took + " ms");
+    System.out.println("server restart: views exact again " + took + " ms after the server came back");
+    assertTrue(a.events.contains("disconnected"));
+  }
+
+  @Test
+  void aPartitionedReplicaDropsOutAndRejoinsWhenThePartitionHeals() throws Exception {
+    TcpProxy proxy = new TcpProxy(NATS.server().port());
+    closeables.add(proxy);
+    Replica a = replica("a");
+    Replica b = replica("b");
+    Replica c = replica("c", RouterPolicy.leastLoaded(), proxy.url());
+    awaitMesh(5);
+    c.book(prompt(1, 64));
+    c.book(prompt(2, 64));
+    a.book(prompt(3, 64));
+    await(5, "all see 3", () -> a.seenTotal() == 3 && b.seenTotal() == 3 && c.seenTotal() == 3);
+
+    proxy.cut();
+    await(5, "c is alone", () -> c.seenTotal() == 2 && !c.sync.isConnected());
+    long took = await(TTL.toMillis() / 1000.0 + 2, "a and b drop c within the TTL",
+        () -> a.seenTotal() == 1 && b.seenTotal() == 1);
+    assertTrue(a.events.contains("left c expired"), a.events.toString());
+    c.book(prompt(4, 64)); // booked while isolated
+    b.book(prompt(5, 64));
+    await(5, "a sees b's new booking", () -> a.seenTotal() == 2);
+    assertEquals(3, c.seenTotal(), "c sees only its own while cut off");
+
+    proxy.heal();
+    long healed = await(5, "everyone sees all 5 once the partition heals",
+        () -> a.seenTotal() == 5 && b.seenTotal() == 5 && c.seenTotal() == 5);
+    System.out.println("partition: c dropped by its peers " + took + " ms after the cut (TTL " + TTL.toMillis()
+        + " ms); all views exact " + healed + " ms after healing");
+  }
+
+  @Test
+  void malformedFramesAreCountedAndDroppedAndValidOnesStillApply() throws Exception {
+    Replica a = replica("a");
+    Replica b = replica("b");
+    awaitMesh(5);
+    try (Connection raw = Nats.connect(NATS.server().url())) {
+      raw.publish(subject, "not a frame".getBytes(StandardCharsets.UTF_8));
+      raw.publish(subject, new byte[] {'k', 'l', 1, 0, 1, 'x'}); // truncated
+      raw.flush(Duration.ofSeconds(5));
+    }
+    await(5, "both rejected both", () -> a.sync.stats().framesRejected() == 2
+        && b.sync.stats().framesRejected() == 2);
+    assertTrue(b.events.stream().anyMatch(e -> e.startsWith("rejected malformed")), b.events.toString());
+    a.book(prompt(1, 64));
+    await(5, "b still applies a's frames", () -> b.seenTotal() == 1);
+  }
+
+  @Test
+  void largeBatchesSplitIntoFramesAndALateJoinerWarmsUpFromASnapshotInParts() throws Exception {
+    Replica a = new Replica("a", RouterPolicy.leastLoaded(), NATS.server().url(), 4096);
+    Replica b = new Replica("b", RouterPolicy.leastLoaded(), NATS.server().url(), 4096);
+    awaitMesh(5);
+    for (int i = 0; i < 300; i++) {
+      a.book(prompt(i, 16 * 40)); // 5 load keys each: 300 bookings need several 4 KiB frames
+    }
+    await(5, "b sees 300", () -> b.seenTotal() == 300);
+    Replica late = new Replica("late", RouterPolicy.leastLoaded(), NATS.server().url(), 4096);
+    await(5, "the late joiner sees a's 300 from a's snapshot", () -> late.seenTotal() == 300);
+    assertEquals(a.seenOn(W0), late.seenOn(W0));
+  }
+
+  /** Bytes the calling thread allocates per select-firstToken-close, after warm-up. */
+  private static double allocatedPerSelect(Router router, int[][] prompts) {
+    com.sun.management.ThreadMXBean mx =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    long thread = Thread.currentThread().getId();
+    int n = 10_000;
+    double least = Double.MAX_VALUE;
+    for (int round = 0; round < 6; round++) { // the first rounds grow buffers and warm up; keep the least
+      long before = mx.getThreadAllocatedBytes(thread);
+      for (int i = 0; i < n; i++) {
+        try (Routing r = router.select(prompts[i & 63])) {
+          r.firstToken();
+        }
+      }
+      least = Math.min(least, (double) (mx.getThreadAllocatedBytes(thread) - before) / n);
+    }
+    return least;
+  }
+
+  @Test
+  void sharingAddsNoAllocationToTheSelectingThread() throws Exception {
+    Replica a = replica("a", RouterPolicy.kvAware(), NATS.server().url());
+    Replica b = replica("b", RouterPolicy.kvAware(), NATS.server().url());
+    awaitMesh(5);
+    int[][] prompts = new int[64][];
+    for (int i = 0; i < prompts.length; i++) {
+      prompts[i] = prompt(i, 2048);
+    }
+    Router alone = Router.newBuilder().policy(RouterPolicy.kvAware()).randomSeed(1).build();
+    alone.addWorker(Worker.of(W0));
+    alone.addWorker(Worker.of(W1));
+    for (Router r : List.of(alone, a.router)) { // as with a live event subscriber: no predictions, plain bookings
+      r.reportEventStream(W0, io.kvroute.EventStreamState.LIVE);
+      r.reportEventStream(W1, io.kvroute.EventStreamState.LIVE);
+    }
+    double base = allocatedPerSelect(alone, prompts);
+    double shared = allocatedPerSelect(a.router, prompts);
+    // The hooks append to reused buffers and recycle their bookkeeping: nothing beyond noise per call.
+    assertTrue(shared - base < 16, "sharing adds " + (shared - base) + " B per select (" + base + " without)");
+    System.out.printf("allocation per select on the selecting thread: %.1f B alone, %.1f B with sharing%n", base,
+        shared);
+    await(5, "b saw a's bookings come and go", () -> b.remoteOpen() == 0
+        && b.sync.stats().peers().getOrDefault("a", 0L) >= a.sync.stats().sequence());
+  }
+
+  @Test
+  void aRouterStartsAndRoutesWhileNoServerIsReachable() throws Exception {
+    int deadPort;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      deadPort = s.getLocalPort();
+    }
+    Replica lonely = replica("lonely", RouterPolicy.kvAware(), "nats://127.0.0.1:" + deadPort);
+    assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
+      for (int i = 0; i < 200; i++) {
+        lonely.router.select(prompt(i, 64)).close();
+      }
+    });
+    assertFalse(lonely.sync.isConnected());
+    assertEquals(0, lonely.seenTotal());
+    assertTrue(lonely.sync.stats().deltasDropped() >= 200, lonely.sync.stats().toString());
+    assertEquals(0, lonely.sync.stats().framesSent());
+    lonely.sync.close();
+    await(5, "closing stops the publisher even though the connection never came up",
+        () -> Thread.getAllStackTraces().keySet().stream()
+            .noneMatch(t -> t.getName().equals("kvroute-sync-nats-lonely")));
+  }
+
+  @Test
+  void configurationIsValidated() {
+    NatsLoadSync.Builder b = NatsLoadSync.newBuilder();
+    assertThrows(IllegalStateException.class, b::build, "servers are required");
+    assertThrows(IllegalArgumentException.class, () -> b.servers());
+    assertThrows(IllegalArgumentException.class, () -> b.subject("a b"));
+    assertThrows(IllegalArgumentException.class, () -> b.subject("kvroute.>"));
+    assertThrows(IllegalArgumentException.class, () -> b.replicaName(" "));
+    assertThrows(IllegalArgumentException.class, () -> b.heartbeatInterval(Duration.ZERO));
+    assertThrows(IllegalArgumentException.class, () -> b.batchDelay(Duration.ofMillis(-1)));
+    assertThrows(IllegalArgumentException.class, () -> b.maxFrameBytes(100));
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> NatsLoadSync.newBuilder()
+        .servers("nats://127.0.0.1:1").heartbeatInterval(Duration.ofSeconds(5)).replicaTtl(Duration.ofSeconds(5))
+        .build());
+    assertTrue(e.getMessage().contains("replicaTtl"), e.getMessage());
+  }
+}
