@@ -272,6 +272,10 @@ final class EventStream implements StreamCursor.Output {
   private void openDealer() {
     ZMQ.Socket d = shared.context.createSocket(SocketType.DEALER);
     shared.configure(d, source.config, false);
+    // A message over the socket's limit makes JeroMQ drop the connection, and with it the replies it decoded in the
+    // same read: a replay would lose the batches before an oversized one and stall. The replay socket therefore
+    // admits up to 4x the limit, and an oversized batch that arrives is skipped as unreceivable, by name.
+    d.setMaxMsgSize(shared.maxMessageSize > Long.MAX_VALUE / 4 ? Long.MAX_VALUE : shared.maxMessageSize * 4);
     d.setSndHWM(16);
     d.setRcvHWM(0);
     d.connect(Objects.requireNonNull(replayEndpoint));
@@ -337,6 +341,10 @@ final class EventStream implements StreamCursor.Output {
     if (seq < 0) {
       cursor.onReplayMalformed();
       applier.decodeError("replay sequence number " + Long.toUnsignedString(seq) + " out of range");
+      return;
+    }
+    if (payload.length > shared.maxMessageSize) {
+      cursor.onReplayOversized(seq);
       return;
     }
     cursor.onReplayReply(seq, payload);

@@ -366,6 +366,18 @@ final class StreamCursor {
     malformedReplies++;
   }
 
+  /**
+   * A replayed batch over the message size limit arrived (the replay socket admits more than the limit, so the
+   * batches before it survive). If it is the next batch needed it is skipped as unreceivable, with one counted
+   * purge; otherwise it changes nothing, and the stall handling below still applies.
+   */
+  void onReplayOversized(long seq) {
+    if (replayNext == NONE || lastSeq == NONE || seq != lastSeq + 1 || seq < floor) {
+      return;
+    }
+    skipUnreceivable();
+  }
+
   void onReplayReply(long seq, byte[] payload) {
     if (replayNext == NONE) {
       return; // late
