@@ -12,6 +12,7 @@ import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.EventSourceListener;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.kvroute.transport.okhttp.EngineMetricsScraper;
+import io.kvroute.transport.okhttp.NoDelaySocketFactory;
 import io.kvroute.micrometer.EventSourceMetrics;
 import io.kvroute.micrometer.RouterMetrics;
 import io.kvroute.micrometer.ScrapeMetrics;

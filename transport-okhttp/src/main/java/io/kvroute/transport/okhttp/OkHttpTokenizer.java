@@ -110,7 +110,7 @@ public final class OkHttpTokenizer implements Tokenizer {
       Dispatcher dispatcher = new Dispatcher();
       dispatcher.setMaxRequests(256);
       dispatcher.setMaxRequestsPerHost(64); // a hung worker's calls must not queue the healthy ones' behind them
-      base = new OkHttpClient.Builder().dispatcher(dispatcher).build();
+      base = new OkHttpClient.Builder().dispatcher(dispatcher).socketFactory(new NoDelaySocketFactory()).build();
     }
     this.client = base.newBuilder().callTimeout(b.timeout).build();
     this.hedgeDelayNanos = b.hedgeDelay.toNanos();
