@@ -3,11 +3,10 @@ package io.kvroute;
 import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Consumer;
 
 /**
  * Calls several {@link RouterListener}s in order, isolating each from the others and from the caller; thread-safe
- * (immutable). A listener that throws is logged (at {@code WARNING} the first time, then at {@code DEBUG}) and the
+ * (immutable). Each callback is a plain loop, so that calling it allocates nothing on the selecting thread. A listener that throws is logged (at {@code WARNING} the first time, then at {@code DEBUG}) and the
  * remaining listeners still run; the router never sees the exception.
  */
 final class CompositeRouterListener implements RouterListener {
@@ -29,94 +28,179 @@ final class CompositeRouterListener implements RouterListener {
     return listeners.isEmpty() ? RouterListener.NONE : new CompositeRouterListener(List.copyOf(listeners));
   }
 
-  private void each(String callback, Consumer<RouterListener> call) {
+  /** Logs a listener's failure (a JVM error is rethrown); never throws otherwise. */
+  private void failed(int i, String callback, Throwable e) {
+    if (e instanceof VirtualMachineError error) {
+      throw error;
+    }
+    Level level = warned[i].compareAndSet(false, true) ? Level.WARNING : Level.DEBUG;
+    LOG.log(level, "router listener " + listeners[i].getClass().getName() + " threw from " + callback
+        + "; ignored", e);
+  }
+
+  @Override
+  public void onRouted(Routing routing) {
     for (int i = 0; i < listeners.length; i++) {
       try {
-        call.accept(listeners[i]);
+        listeners[i].onRouted(routing);
       } catch (RuntimeException | Error e) {
-        if (e instanceof VirtualMachineError) {
-          throw e;
-        }
-        Level level = warned[i].compareAndSet(false, true) ? Level.WARNING : Level.DEBUG;
-        LOG.log(level, "router listener " + listeners[i].getClass().getName() + " threw from " + callback
-            + "; ignored", e);
+        failed(i, "onRouted", e);
       }
     }
   }
 
   @Override
-  public void onRouted(Routing routing) {
-    each("onRouted", l -> l.onRouted(routing));
-  }
-
-  @Override
   public void onFirstToken(Routing routing, long elapsedNanos) {
-    each("onFirstToken", l -> l.onFirstToken(routing, elapsedNanos));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onFirstToken(routing, elapsedNanos);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onFirstToken", e);
+      }
+    }
   }
 
   @Override
   public void onClosed(Routing routing, long elapsedNanos) {
-    each("onClosed", l -> l.onClosed(routing, elapsedNanos));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onClosed(routing, elapsedNanos);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onClosed", e);
+      }
+    }
   }
 
   @Override
   public void onNoWorker(RouteRequest request) {
-    each("onNoWorker", l -> l.onNoWorker(request));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onNoWorker(request);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onNoWorker", e);
+      }
+    }
   }
 
   @Override
   public void onWorkerAdded(Worker worker) {
-    each("onWorkerAdded", l -> l.onWorkerAdded(worker));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onWorkerAdded(worker);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onWorkerAdded", e);
+      }
+    }
   }
 
   @Override
   public void onWorkerRemoved(Worker worker) {
-    each("onWorkerRemoved", l -> l.onWorkerRemoved(worker));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onWorkerRemoved(worker);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onWorkerRemoved", e);
+      }
+    }
   }
 
   @Override
   public void onWorkerUpdated(Worker worker) {
-    each("onWorkerUpdated", l -> l.onWorkerUpdated(worker));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onWorkerUpdated(worker);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onWorkerUpdated", e);
+      }
+    }
   }
 
   @Override
   public void onOrphanBlocks(WorkerId worker, int blocks) {
-    each("onOrphanBlocks", l -> l.onOrphanBlocks(worker, blocks));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onOrphanBlocks(worker, blocks);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onOrphanBlocks", e);
+      }
+    }
   }
 
   @Override
   public void onBlockSizeMismatch(WorkerId worker, int expected, int actual, int blocks) {
-    each("onBlockSizeMismatch", l -> l.onBlockSizeMismatch(worker, expected, actual, blocks));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onBlockSizeMismatch(worker, expected, actual, blocks);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onBlockSizeMismatch", e);
+      }
+    }
   }
 
   @Override
   public void onInvalidEvent(WorkerId worker, KvEvent event, String reason) {
-    each("onInvalidEvent", l -> l.onInvalidEvent(worker, event, reason));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onInvalidEvent(worker, event, reason);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onInvalidEvent", e);
+      }
+    }
   }
 
   @Override
   public void onUnknownRemoval(WorkerId worker, int blocks) {
-    each("onUnknownRemoval", l -> l.onUnknownRemoval(worker, blocks));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onUnknownRemoval(worker, blocks);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onUnknownRemoval", e);
+      }
+    }
   }
 
   @Override
   public void onEventForUnknownWorker(WorkerId worker, KvEvent event) {
-    each("onEventForUnknownWorker", l -> l.onEventForUnknownWorker(worker, event));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onEventForUnknownWorker(worker, event);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onEventForUnknownWorker", e);
+      }
+    }
   }
 
   @Override
   public void onIndexEviction(int entries) {
-    each("onIndexEviction", l -> l.onIndexEviction(entries));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onIndexEviction(entries);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onIndexEviction", e);
+      }
+    }
   }
 
   @Override
   public void onBookingsExpired(int count) {
-    each("onBookingsExpired", l -> l.onBookingsExpired(count));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onBookingsExpired(count);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onBookingsExpired", e);
+      }
+    }
   }
 
   @Override
   public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
-    each("onHealthChanged", l -> l.onHealthChanged(worker, from, to, reason));
+    for (int i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i].onHealthChanged(worker, from, to, reason);
+      } catch (RuntimeException | Error e) {
+        failed(i, "onHealthChanged", e);
+      }
+    }
   }
 
   @Override

@@ -1,8 +1,6 @@
 package io.kvroute;
 
 import java.time.Duration;
-import it.unimi.dsi.fastutil.objects.Object2DoubleMap;
-import it.unimi.dsi.fastutil.objects.Object2DoubleOpenHashMap;
 import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -64,7 +62,8 @@ final class Policies {
       EngineLoad la = c.engineLoad(a);
       EngineLoad lb = c.engineLoad(b);
       if (la != null && lb != null) {
-        int byEngine = Integer.compare(la.running() + la.waiting(), lb.running() + lb.waiting());
+        // In long: two counts near Integer.MAX_VALUE must not wrap into a negative queue.
+        int byEngine = Long.compare((long) la.running() + la.waiting(), (long) lb.running() + lb.waiting());
         if (byEngine != 0) {
           return byEngine;
         }
@@ -182,7 +181,7 @@ final class Policies {
     private static final long FRESH_LOAD_NANOS = 2_000_000_000L; // engine reports older than this are ignored
     private final CacheAffinityConfig config;
     // Decayed count of new prefixes placed on each worker; guarded by `this` (the router also serializes calls).
-    private final Object2DoubleOpenHashMap<WorkerId> placements = new Object2DoubleOpenHashMap<>();
+    private final PlacementCounts placements = new PlacementCounts(PLACEMENT_DECAY);
 
     CacheAffinity(CacheAffinityConfig config) {
       this.config = Objects.requireNonNull(config, "config");
@@ -225,7 +224,7 @@ final class Policies {
         if (overloaded(c, i, totalActive)) {
           continue;
         }
-        double placed = placements.getDouble(c.worker(i).id());
+        double placed = placements.get(c.worker(i).id());
         long score = mix(key ^ c.worker(i).id().hashCode() * 0x9E3779B97F4A7C15L);
         if (home < 0 || placed < homePlaced - 1e-9
             || (Math.abs(placed - homePlaced) <= 1e-9 && Long.compareUnsigned(score, homeScore) > 0)) {
@@ -237,6 +236,7 @@ final class Policies {
       if (home < 0) {
         return leastActive(c);
       }
+      placements.forgetAllBut(c);
       recordPlacement(c.worker(home).id());
       return home;
     }
@@ -270,13 +270,12 @@ final class Policies {
     }
 
     private void recordPlacement(WorkerId worker) {
-      for (Object2DoubleMap.Entry<WorkerId> e : placements.object2DoubleEntrySet()) {
-        e.setValue(e.getDoubleValue() * PLACEMENT_DECAY);
-      }
-      placements.addTo(worker, 1.0);
-      if (placements.size() > 4 * 65_536) {
-        placements.clear(); // bounded: workers that left long ago are forgotten
-      }
+      placements.record(worker);
+    }
+
+    /** Workers whose placements are remembered, for tests. */
+    synchronized int trackedWorkers() {
+      return placements.size();
     }
 
     private static int leastActive(Candidates c) {

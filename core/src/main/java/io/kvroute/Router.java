@@ -84,7 +84,12 @@ public final class Router {
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
     this.ticker = b.ticker;
-    this.listener = CompositeRouterListener.of(b.listeners);
+    // A policy that learns from outcomes (first-token times, completions) hears them as the first listener.
+    List<RouterListener> listeners = new ArrayList<>(b.listeners);
+    if (policy instanceof RouterListener learning) {
+      listeners.add(0, learning);
+    }
+    this.listener = CompositeRouterListener.of(listeners);
     this.maxPromptTokens = b.maxPromptTokens;
     this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.health = new HealthReports(ticker, listener);
@@ -379,6 +384,7 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
+    routing.admittedLoad = Routing.admittedLoad(candidates.prefillTokens(choice), candidates.activeRequests(choice));
     // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
     routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
     if (!admission.book(routing)) {

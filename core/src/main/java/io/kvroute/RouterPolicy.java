@@ -100,4 +100,24 @@ public interface RouterPolicy {
   static RouterPolicy cacheAffinity(CacheAffinityConfig config) {
     return new Policies.CacheAffinity(config);
   }
+
+  /**
+   * The lowest predicted time to first token, with a price for evicting warm cache: each candidate's cost is its
+   * queued prefill plus this request's uncached prefill, at the speed learned from that worker's observed first-token
+   * times, plus the wait for KV memory when its active requests would pin more than its cache holds, plus, when the
+   * request would duplicate blocks another worker holds into a full cache, the prefill time of what that evicts.
+   * A worker is passed over when its predicted TTFT exceeds the lowest by more than this request's own prefill there,
+   * or when its queued prefill time exceeds 1.25x the mean plus one cold prefill (bounded load, in time); costs
+   * within one engine step tie and go to the worker that took the fewest new prefixes lately. A hot prefix gets a
+   * second holder when its holder's queue costs more than recomputing it elsewhere plus the eviction.
+   * See {@link PredictedTtftConfig} for the settings and why each has its default.
+   */
+  static RouterPolicy predictedTtft() {
+    return predictedTtft(PredictedTtftConfig.DEFAULT);
+  }
+
+  /** The predicted-TTFT policy with explicit settings; see {@link #predictedTtft()}. */
+  static RouterPolicy predictedTtft(PredictedTtftConfig config) {
+    return new PredictedTtftPolicy(config);
+  }
 }

@@ -45,6 +45,9 @@ public final class Routing implements AutoCloseable {
   boolean blocksReleased;
   // Whether this request is an ejected worker's half-open probe; set before the handle is published.
   boolean probe;
+  // The chosen worker's load when this request was admitted (see admittedLoad), for policies that learn from
+  // outcomes; set before the handle is published.
+  long admittedLoad;
   // The admission's list of open bookings, oldest first; guarded by the admission lock.
   @Nullable Routing older;
   @Nullable Routing newer;
@@ -68,6 +71,26 @@ public final class Routing implements AutoCloseable {
     this.explanation = explanation;
   }
 
+  /**
+   * Packs a worker's load at admission into one long (one field instead of two keeps the handle 8 bytes smaller):
+   * prompt tokens queued there (up to 2^40 - 1) in the high bits, its active requests (up to 2^24 - 1) in the low 24.
+   */
+  static long admittedLoad(long queuedPrefillTokens, int activeRequests) {
+    long queued = Math.min(Math.max(0, queuedPrefillTokens), (1L << 40) - 1);
+    long active = Math.min(Math.max(0, activeRequests), (1 << 24) - 1);
+    return queued << 24 | active;
+  }
+
+  /** Prompt tokens queued on the chosen worker, not yet prefilled, when this request was admitted. */
+  long queuedPrefillTokens() {
+    return admittedLoad >>> 24;
+  }
+
+  /** Requests active on the chosen worker when this request was admitted. */
+  int activeAtAdmission() {
+    return (int) (admittedLoad & ((1 << 24) - 1));
+  }
+
   /** The chosen worker, as registered when it was chosen. */
   public Worker worker() {
     return state.worker;
@@ -87,9 +110,15 @@ public final class Routing implements AutoCloseable {
     return gpuMatchedBlocks;
   }
 
-  /** Prompt tokens the chosen worker should find cached: matched blocks times the block size. */
+  /**
+   * Prompt tokens the chosen worker should find cached: matched blocks times the block size, but at most the full
+   * blocks before the prompt's last token. An engine must compute the last prompt token to sample the first output
+   * token, so vLLM looks up at most {@code (promptTokens - 1) / blockSize} blocks: a fully cached 368-token prompt
+   * (23 blocks of 16) reports 352 cached tokens, not 368.
+   */
   public int predictedCachedTokens() {
-    return matchedBlocks * admission.blockSize; // not a field here: 80 bytes per handle, not 88
+    int blockSize = admission.blockSize; // not a field here: it would cost 8 bytes per handle
+    return Math.min(matchedBlocks, (promptTokens - 1) / blockSize) * blockSize;
   }
 
   /** The prompt length in tokens. */

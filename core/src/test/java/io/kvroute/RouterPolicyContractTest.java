@@ -63,4 +63,12 @@ class RouterPolicyContractTest {
       return RouterPolicy.cacheAffinity();
     }
   }
+
+  @Nested
+  class PredictedTtft extends RouterPolicyContract {
+    @Override
+    protected RouterPolicy policy() {
+      return RouterPolicy.predictedTtft();
+    }
+  }
 }

@@ -39,7 +39,7 @@ class RouterTest {
     try (Routing routing = router.select(prompt)) {
       assertEquals(B, routing.workerId());
       assertEquals(128, routing.matchedBlocks());
-      assertEquals(2048, routing.predictedCachedTokens());
+      assertEquals(2032, routing.predictedCachedTokens(), "the engine recomputes the block of the last token");
       assertEquals(URI.create("http://127.0.0.1:8000/b"), routing.worker().endpoint(Worker.HTTP));
     }
   }

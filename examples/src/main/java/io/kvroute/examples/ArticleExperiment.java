@@ -66,6 +66,7 @@ public final class ArticleExperiment {
     policies.put("kvAware", () -> RouterPolicy.kvAware(cost));
     policies.put("approximate", () -> RouterPolicy.approximate(cost, Duration.ofSeconds(120), 1 << 20));
     policies.put("cacheAffinity", RouterPolicy::cacheAffinity);
+    policies.put("predictedTtft", RouterPolicy::predictedTtft);
     return policies;
   }
 
@@ -85,6 +86,11 @@ public final class ArticleExperiment {
       return;
     }
     long start = System.nanoTime();
+    if (options.suite) {
+      runSuite(options, System.out, System.err);
+      System.out.printf(Locale.ROOT, "%nDone in %.1f s.%n", (System.nanoTime() - start) / 1e9);
+      return;
+    }
     if (options.trace != null) {
       try {
         runTrace(options, System.out, System.err);
@@ -97,6 +103,15 @@ public final class ArticleExperiment {
     }
     Results results = run(options, System.err);
     print(results, options, System.out);
+    if (options.chartsDir != null) {
+      try {
+        for (Path file : writeCharts(results, options)) {
+          System.err.println("wrote " + file);
+        }
+      } catch (IOException e) {
+        System.err.println("warning: cannot write charts to " + options.chartsDir + ": " + e.getMessage());
+      }
+    }
     System.out.printf(Locale.ROOT, "%nDone in %.1f s.%n", (System.nanoTime() - start) / 1e9);
   }
 
@@ -134,9 +149,13 @@ public final class ArticleExperiment {
     SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(blocks).build();
     progress.printf(Locale.ROOT, "Replaying %d requests of %s on %d workers x %d blocks, arrivals x%.2f...%n",
         trace.size(), options.trace.getFileName(), options.workers, blocks, options.timeScale);
-    out.printf(Locale.ROOT, "%n%-14s| %8s | %7s | %9s | %-19s | %7s%n", "policy", "hit rate", "cached",
-        "predicted", "TTFT p50 / p99 (ms)", "req/s");
-    out.println("-".repeat(80));
+    boolean hitRate = !trace.everyRequestSharesTheFirstBlock();
+    if (!hitRate) {
+      out.println("Every request shares its first block: the request hit rate is 100% by construction and left out.");
+    }
+    out.printf(Locale.ROOT, "%n%-14s| %8s | %7s | %9s | %-19s | %7s | %-8s | %s%n", "policy", "hit rate", "cached",
+        "predicted", "TTFT p50 / p99 (ms)", "req/s", "max/mean", "requests per worker");
+    out.println("-".repeat(110));
     for (String policy : options.policies) {
       long t0 = System.nanoTime();
       SimulationResult r = Simulation.newBuilder()
@@ -146,14 +165,73 @@ public final class ArticleExperiment {
           .workload(trace)
           .openLoop(i -> Math.round(trace.arrivalNanos(i) * options.timeScale))
           .eventDelay(Duration.ofNanos(options.eventDelayNanos))
+          .loadReportInterval(Duration.ofNanos(options.loadReportNanos))
           .router(ticker -> Router.newBuilder().policy(options.factories().get(policy).get()).ticker(ticker)
               .randomSeed(options.seed).build())
           .build()
           .run();
       progress.printf(Locale.ROOT, "  %s done (%d ms)%n", policy, (System.nanoTime() - t0) / 1_000_000);
-      out.printf(Locale.ROOT, "%-14s| %7.1f%% | %7.3f | %9.3f | %8.0f / %8.0f | %7.2f%n", policy,
-          100 * r.requestHitRate(), r.cachedTokenRatio(), r.predictedCachedTokenRatio(), r.ttftMillis(0.5),
-          r.ttftMillis(0.99), r.throughputPerSecond());
+      out.printf(Locale.ROOT, "%-14s| %8s | %7.3f | %9.3f | %8.0f / %8.0f | %7.2f | %8.2f | %s%n", policy,
+          hitRate ? String.format(Locale.ROOT, "%.1f%%", 100 * r.requestHitRate()) : "-", r.cachedTokenRatio(),
+          r.predictedCachedTokenRatio(), r.ttftMillis(0.5), r.ttftMillis(0.99), r.throughputPerSecond(),
+          r.maxMeanLoad(), Arrays.toString(r.requestsPerWorker()));
+    }
+  }
+
+  /** The trace the suite replays when {@code --trace} is not given, relative to the working directory. */
+  static final Path DEFAULT_SUITE_TRACE = Path.of("..", "shared", "traces", "mooncake_synthetic_trace.jsonl");
+
+  /** The policies the suite compares. */
+  static final List<String> SUITE_POLICIES = List.of("roundRobin", "kvAware", "cacheAffinity", "predictedTtft");
+
+  /** Runs the scenario suite ({@code --suite}) and prints its Markdown table and the candidate's misses. */
+  static void runSuite(Options options, PrintStream out, PrintStream progress) {
+    MooncakeTrace trace = null;
+    Path tracePath = options.trace != null ? options.trace : DEFAULT_SUITE_TRACE;
+    if (java.nio.file.Files.isReadable(tracePath)) {
+      try {
+        trace = MooncakeTrace.load(tracePath, MooncakeTrace.DEFAULT_BLOCK_TOKENS, options.traceRequests);
+      } catch (IOException | IllegalArgumentException e) {
+        progress.println("warning: cannot read " + tracePath + " (" + e.getMessage() + "); traces left out");
+      }
+    } else {
+      progress.println("note: no trace at " + tracePath + " (give --trace FILE); traces left out");
+    }
+    List<Suite.Scenario> scenarios = new ArrayList<>(options.reducedSuite ? Suite.reduced() : Suite.full(trace));
+    if (options.scenarioFilter != null) {
+      scenarios.removeIf(s -> java.util.Arrays.stream(options.scenarioFilter.split(","))
+          .noneMatch(f -> s.name().contains(f.trim())));
+    }
+    Map<String, Supplier<RouterPolicy>> policies = new LinkedHashMap<>();
+    Map<String, Supplier<RouterPolicy>> all = options.factories();
+    List<String> names = options.policiesSet ? options.policies : SUITE_POLICIES;
+    for (String name : names) {
+      policies.put(name, all.get(name));
+    }
+    progress.printf(Locale.ROOT, "Suite: %d scenarios x %d policies, seed %d (virtual time: results do not depend on"
+        + " this machine's load)%n", scenarios.size(), policies.size(), options.seed);
+    List<Suite.Row> rows = Suite.run(scenarios, policies, options.seed, progress);
+    String candidate = names.get(names.size() - 1);
+    out.println();
+    Suite.printMarkdown(rows, candidate, out);
+    out.println();
+    List<String> misses = new ArrayList<>();
+    for (Suite.Row row : rows) {
+      misses.addAll(Suite.misses(row, candidate, 1.1));
+    }
+    if (options.chartsDir != null) {
+      try {
+        for (Path file : Suite.writeCharts(rows, options.chartsDir)) {
+          progress.println("wrote " + file);
+        }
+      } catch (IOException e) {
+        progress.println("warning: cannot write charts to " + options.chartsDir + ": " + e.getMessage());
+      }
+    }
+    out.printf(Locale.ROOT, "%s against the targets (hit >= kvAware, p50 <= kvAware, p99 <= 1.1x kvAware, max/mean"
+        + " load <= 1.3, traces >= 90%% of the way to the pooled bound): %d misses%n", candidate, misses.size());
+    for (String m : misses) {
+      out.println("  - " + m);
     }
   }
 
@@ -199,19 +277,53 @@ public final class ArticleExperiment {
     return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   }
 
+  /** Whether the options are the configuration the article measured its hit rates at (6 workers, concurrency 8). */
+  static boolean articleConfiguration(Options o) {
+    return o.workers == 6 && o.concurrency == 8 && o.blocks == SimEngineConfig.DEFAULT_NUM_BLOCKS;
+  }
+
+  /**
+   * The article's cached-token ratios for this configuration, kinds -> {round-robin, KV routing}, or null when the
+   * article did not measure it (it measured 6 workers at concurrency 4, 8 and 16, and 3 workers at 8).
+   */
+  static @Nullable Map<Integer, double[]> articleCachedRatio(Options o) {
+    if (o.blocks != SimEngineConfig.DEFAULT_NUM_BLOCKS) {
+      return null;
+    }
+    if (o.workers == 6 && o.concurrency == 8) {
+      return ARTICLE_CACHED_RATIO;
+    }
+    if (o.workers == 6 && o.concurrency == 4) {
+      return Map.of(2, new double[] {0.814, 0.857}, 7, new double[] {0.385, 0.788}, 12, new double[] {0.262, 0.664},
+          24, new double[] {0.126, 0.429});
+    }
+    if (o.workers == 6 && o.concurrency == 16) {
+      return Map.of(2, new double[] {0.814, 0.835}, 7, new double[] {0.442, 0.779}, 12, new double[] {0.237, 0.695},
+          24, new double[] {0.148, 0.431});
+    }
+    if (o.workers == 3 && o.concurrency == 8) {
+      return Map.of(2, new double[] {0.840, 0.848}, 7, new double[] {0.475, 0.690}, 12, new double[] {0.291, 0.474},
+          24, new double[] {0.141, 0.252});
+    }
+    return null;
+  }
+
   static void print(Results results, Options options, PrintStream out) {
     List<String> policies = options.policies;
+    boolean article = articleConfiguration(options);
+    Map<Integer, double[]> articleCached = articleCachedRatio(options);
     out.println();
     out.printf(Locale.ROOT, "Request hit rate (share of requests with >= 1 cached prompt block), %d workers,"
         + " concurrency %d%n", options.workers, options.concurrency);
-    StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-6s| %-24s|", "kinds", "article Svc / RR / KV"));
+    StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-6s| %-24s|", "kinds",
+        article ? "article Svc / RR / KV" : "article (not measured)"));
     for (String p : policies) {
       header.append(String.format(Locale.ROOT, " %13s", p));
     }
     out.println(header);
     out.println("-".repeat(header.length()));
     for (int kinds : options.kinds) {
-      double[] a = ARTICLE_HIT_RATE.get(kinds);
+      double[] a = article ? ARTICLE_HIT_RATE.get(kinds) : null;
       StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6d| %-24s|", kinds,
           a == null ? "-" : String.format(Locale.ROOT, "%.1f / %.1f / %.1f%%", 100 * a[0], 100 * a[1], 100 * a[2])));
       for (String p : policies) {
@@ -224,16 +336,18 @@ public final class ArticleExperiment {
     out.printf(Locale.ROOT, "Cached-token ratio (cached prompt tokens / prompt tokens, max %.3f)%n",
         (double) SharedPrefixWorkload.ARTICLE_PREFIX_TOKENS
             / (SharedPrefixWorkload.ARTICLE_PREFIX_TOKENS + SharedPrefixWorkload.ARTICLE_TAIL_TOKENS));
-    header = new StringBuilder(String.format(Locale.ROOT, "%-6s| %-24s|", "kinds", "article RR / KV / approx"));
+    header = new StringBuilder(String.format(Locale.ROOT, "%-6s| %-24s|", "kinds", articleCached == null
+        ? "article (not measured)" : article ? "article RR / KV / approx" : "article RR / KV"));
     for (String p : policies) {
       header.append(String.format(Locale.ROOT, " %13s", p));
     }
     out.println(header);
     out.println("-".repeat(header.length()));
     for (int kinds : options.kinds) {
-      double[] a = ARTICLE_CACHED_RATIO.get(kinds);
+      double[] a = articleCached == null ? null : articleCached.get(kinds);
       StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%-6d| %-24s|", kinds,
-          a == null ? "-" : String.format(Locale.ROOT, "%.3f / %.3f / %.3f", a[0], a[1], a[2])));
+          a == null ? "-" : a.length == 3 ? String.format(Locale.ROOT, "%.3f / %.3f / %.3f", a[0], a[1], a[2])
+              : String.format(Locale.ROOT, "%.3f / %.3f", a[0], a[1])));
       for (String p : policies) {
         row.append(String.format(Locale.ROOT, " %13.3f", results.get(kinds, p).cachedRatio));
       }
@@ -259,8 +373,9 @@ public final class ArticleExperiment {
     }
 
     out.println();
-    out.println("Workers one prefix was sent to (article at concurrency 4: RR 6.00/6.00/6.00/5.92,"
-        + " KV 1.00/2.86/4.00/5.17)");
+    out.println(options.workers == 6 && options.concurrency == 4
+        ? "Workers one prefix was sent to (article: RR 6.00/6.00/6.00/5.92, KV 1.00/2.86/4.00/5.17)"
+        : "Workers one prefix was sent to");
     out.println(header);
     out.println("-".repeat(header.length()));
     for (int kinds : options.kinds) {
@@ -270,6 +385,54 @@ public final class ArticleExperiment {
       }
       out.println(row);
     }
+  }
+
+  /**
+   * Writes the hit-rate and cached-ratio charts of a run (per policy across kinds; the article's bars beside them
+   * only at the configuration the article measured).
+   */
+  static List<Path> writeCharts(Results results, Options options) throws IOException {
+    java.nio.file.Files.createDirectories(options.chartsDir);
+    boolean article = articleConfiguration(options);
+    Map<Integer, double[]> articleCached = articleCachedRatio(options);
+    List<String> groups = new ArrayList<>();
+    for (int k : options.kinds) {
+      groups.add(k + " kinds");
+    }
+    List<Path> written = new ArrayList<>();
+    for (boolean hit : new boolean[] {true, false}) {
+      List<String> series = new ArrayList<>();
+      boolean withArticle = hit ? article : articleCached != null;
+      if (withArticle) {
+        series.add("article round-robin");
+        series.add("article Dynamo KV");
+      }
+      series.addAll(options.policies);
+      double[][] v = new double[series.size()][options.kinds.length];
+      for (int g = 0; g < options.kinds.length; g++) {
+        int k = options.kinds[g];
+        int s = 0;
+        if (withArticle) {
+          double[] a = hit ? ARTICLE_HIT_RATE.get(k) : articleCached.get(k);
+          v[0][g] = a == null ? Double.NaN : hit ? a[1] : a[0];
+          v[1][g] = a == null ? Double.NaN : hit ? a[2] : a[1];
+          s = 2;
+        }
+        for (String p : options.policies) {
+          Point point = results.get(k, p);
+          v[s++][g] = hit ? point.hitRate : point.cachedRatio;
+        }
+      }
+      String config = options.workers + " workers, concurrency " + options.concurrency;
+      Path file = options.chartsDir.resolve(hit ? "experiment-hit-rate.svg" : "experiment-cached-ratio.svg");
+      java.nio.file.Files.writeString(file, hit
+          ? SvgCharts.groupedBars("Request hit rate, " + config, "requests with a cached block", groups, series, v, 1,
+              true)
+          : SvgCharts.groupedBars("Cached-token ratio, " + config, "cached prompt tokens / prompt tokens", groups,
+              series, v, 1, false));
+      written.add(file);
+    }
+    return written;
   }
 
   /** The medians of one (kinds, policy) point. */
@@ -307,14 +470,20 @@ public final class ArticleExperiment {
         "  --blocks 585             KV cache blocks per worker (16 tokens each)",
         "  --output-tokens 128      output tokens per request",
         "  --event-delay-ms 2       KV event delivery delay (virtual time)",
-        "  --load-report-ms 0       report engine load (running, waiting, KV use) to the router this often, as a",
-        "                           metrics scraper would (virtual time; 0 = never)",
+        "  --load-report-ms 1000    report engine load (running, waiting, KV use) to the router this often, as a",
+        "                           metrics scraper would (virtual time; 0 = never; 1000 = the scraper's default)",
         "  --seed 1                 seed of the first run",
         "  --overlap-weight 1.0     the KV-aware cost's overlap weight (Dynamo's default 1.0)",
         "  --trace FILE             replay a Mooncake JSONL trace instead (open loop; --blocks defaults to 65536:",
         "                           1M tokens per worker, like Dynamo's mocker's 16384 blocks x 64)",
         "  --trace-requests N       replay only the first N requests of the trace",
-        "  --time-scale 1.0         multiply the trace's arrival times (below 1 = more load)");
+        "  --time-scale 1.0         multiply the trace's arrival times (below 1 = more load)",
+        "  --suite                  run the scenario suite (grid, skew, bursts, small/slow worker, churn, traces,",
+        "                           overload) for " + String.join(",", SUITE_POLICIES) + " (or --policies; the last",
+        "                           is checked against kvAware); the trace is --trace or " + DEFAULT_SUITE_TRACE,
+        "  --suite-reduced          the reduced suite CI runs",
+        "  --scenarios a,b          only the suite's scenarios whose names contain one of these",
+        "  --charts DIR             where SVG charts go (default target/kvroute-charts; none: no charts)");
 
     int[] kinds = {2, 7, 12, 24};
     List<String> policies = new ArrayList<>(POLICIES.keySet());
@@ -325,7 +494,7 @@ public final class ArticleExperiment {
     int blocks = SimEngineConfig.DEFAULT_NUM_BLOCKS;
     int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
     long eventDelayNanos = Simulation.DEFAULT_EVENT_DELAY.toNanos();
-    long loadReportNanos;
+    long loadReportNanos = Simulation.DEFAULT_LOAD_REPORT_INTERVAL.toNanos();
     long seed = 1;
     double overlapWeight = KvAwareConfig.DEFAULT.overlapWeight();
     boolean blocksSet;
@@ -333,6 +502,11 @@ public final class ArticleExperiment {
     int traceRequests = Integer.MAX_VALUE;
     double timeScale = 1.0;
     boolean help;
+    boolean suite;
+    boolean reducedSuite;
+    boolean policiesSet;
+    @Nullable String scenarioFilter;
+    @Nullable Path chartsDir = Path.of("target", "kvroute-charts");
 
     /** The policies, with {@code --overlap-weight} applied to the KV-aware ones. */
     Map<String, Supplier<RouterPolicy>> factories() {
@@ -345,6 +519,11 @@ public final class ArticleExperiment {
         String arg = args[i];
         if (arg.equals("-h") || arg.equals("--help")) {
           o.help = true;
+          continue;
+        }
+        if (arg.equals("--suite") || arg.equals("--suite-reduced")) {
+          o.suite = true;
+          o.reducedSuite = arg.equals("--suite-reduced");
           continue;
         }
         if (i + 1 >= args.length) {
@@ -362,6 +541,7 @@ public final class ArticleExperiment {
               chosen.add(name.trim());
             }
             o.policies = chosen;
+            o.policiesSet = true;
           }
           case "--workers" -> o.workers = positive(value, arg);
           case "--concurrency" -> o.concurrency = positive(value, arg);
@@ -372,6 +552,8 @@ public final class ArticleExperiment {
             o.blocksSet = true;
           }
           case "--trace" -> o.trace = Path.of(value);
+          case "--scenarios" -> o.scenarioFilter = value;
+          case "--charts" -> o.chartsDir = value.equals("none") ? null : Path.of(value);
           case "--trace-requests" -> o.traceRequests = positive(value, arg);
           case "--time-scale" -> {
             double scale;

@@ -38,7 +38,8 @@ class ArticleExperimentTest {
 
   @Test
   void everyBuiltInPolicyIsOffered() {
-    assertEquals(List.of("roundRobin", "random", "leastLoaded", "kvAware", "approximate", "cacheAffinity"),
+    assertEquals(List.of("roundRobin", "random", "leastLoaded", "kvAware", "approximate", "cacheAffinity",
+        "predictedTtft"),
         List.copyOf(ArticleExperiment.POLICIES.keySet()));
   }
 

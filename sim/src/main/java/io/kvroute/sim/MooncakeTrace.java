@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.openai.Json;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -125,6 +126,31 @@ public final class MooncakeTrace implements Workload {
   /** When request {@code index} arrives, in nanoseconds after the first one. */
   public long arrivalNanos(int index) {
     return arrivalNanos[index];
+  }
+
+  /** Request {@code index}'s hash ids, one per {@link #blockTokens()} block (equal ids: equal prefixes). */
+  public long[] hashIds(int index) {
+    return hashIds[index].clone();
+  }
+
+  /** Request {@code index}'s prompt length in tokens. */
+  public int inputLength(int index) {
+    return inputLength[index];
+  }
+
+  /** Tokens per hash id. */
+  public int blockTokens() {
+    return blockTokens;
+  }
+
+  /** Whether every request starts with the same hash id (a shared system prompt: every request "hits"). */
+  public boolean everyRequestSharesTheFirstBlock() {
+    for (long[] ids : hashIds) {
+      if (ids[0] != hashIds[0][0]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** The largest prompt plus output length in the trace, to size engines. */

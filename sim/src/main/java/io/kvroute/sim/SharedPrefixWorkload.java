@@ -29,6 +29,8 @@ public final class SharedPrefixWorkload implements Workload {
   private final long seed;
   private final SimTokenizer tokenizer;
   private final int[][] prefixes;
+  private final double zipfExponent;
+  private final double[] cumulative;
 
   private SharedPrefixWorkload(Builder b) {
     this.prefixKinds = b.prefixKinds;
@@ -37,6 +39,16 @@ public final class SharedPrefixWorkload implements Workload {
     this.outputTokens = b.outputTokens;
     this.seed = b.seed;
     this.tokenizer = b.tokenizer;
+    this.zipfExponent = b.zipfExponent;
+    this.cumulative = new double[prefixKinds];
+    double total = 0;
+    for (int k = 0; k < prefixKinds; k++) {
+      total += Math.pow(k + 1, -zipfExponent);
+      cumulative[k] = total;
+    }
+    for (int k = 0; k < prefixKinds; k++) {
+      cumulative[k] /= total;
+    }
     this.prefixes = new int[prefixKinds][];
     for (int k = 0; k < prefixKinds; k++) {
       prefixes[k] = tokenizer.encode(prefixText(k));
@@ -73,9 +85,27 @@ public final class SharedPrefixWorkload implements Workload {
     return outputTokens;
   }
 
-  /** The prefix kind of request {@code index}, uniform over the kinds. */
+  /**
+   * The prefix kind of request {@code index}: uniform over the kinds, or with a Zipf exponent {@code s > 0}, kind
+   * {@code k} with probability proportional to {@code (k + 1)^-s} (kind 0 the most popular).
+   */
   public int kind(int index) {
-    return new SplittableRandom(seed * 0x9e3779b97f4a7c15L + index).nextInt(prefixKinds);
+    SplittableRandom random = new SplittableRandom(seed * 0x9e3779b97f4a7c15L + index);
+    if (zipfExponent == 0) {
+      return random.nextInt(prefixKinds);
+    }
+    double u = random.nextDouble();
+    for (int k = 0; k < prefixKinds - 1; k++) {
+      if (u < cumulative[k]) {
+        return k;
+      }
+    }
+    return prefixKinds - 1;
+  }
+
+  /** The probability of kind {@code k}. */
+  public double kindProbability(int k) {
+    return k == 0 ? cumulative[0] : cumulative[k] - cumulative[k - 1];
   }
 
   @Override
@@ -121,7 +151,7 @@ public final class SharedPrefixWorkload implements Workload {
   @Override
   public String toString() {
     return "SharedPrefixWorkload{kinds=" + prefixKinds + ", prefix=" + prefixTokens + ", tail=" + tailTokens
-        + ", output=" + outputTokens + ", seed=" + seed + "}";
+        + ", output=" + outputTokens + ", seed=" + seed + (zipfExponent == 0 ? "" : ", zipf=" + zipfExponent) + "}";
   }
 
   /** Builds a {@link SharedPrefixWorkload}; not thread-safe. */
@@ -132,8 +162,22 @@ public final class SharedPrefixWorkload implements Workload {
     private int outputTokens = DEFAULT_OUTPUT_TOKENS;
     private long seed = 42;
     private SimTokenizer tokenizer = SimTokenizer.standard();
+    private double zipfExponent;
 
     private Builder() {}
+
+    /**
+     * Draws kinds from a Zipf distribution with this exponent instead of uniformly; 0 (the default) is uniform.
+     *
+     * @throws IllegalArgumentException if negative or not finite
+     */
+    public Builder zipfExponent(double exponent) {
+      if (!(exponent >= 0) || Double.isInfinite(exponent)) {
+        throw new IllegalArgumentException("zipfExponent must be finite and >= 0 but was " + exponent);
+      }
+      this.zipfExponent = exponent;
+      return this;
+    }
 
     /** @throws IllegalArgumentException if {@code prefixKinds} is not positive */
     public Builder prefixKinds(int prefixKinds) {

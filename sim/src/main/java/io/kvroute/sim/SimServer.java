@@ -8,6 +8,11 @@ import com.sun.net.httpserver.HttpServer;
 import io.kvroute.KvEvent;
 import io.kvroute.events.zmq.KvEventPublisher;
 import io.kvroute.events.zmq.WireFormat;
+import io.kvroute.openai.ChatMessage;
+import io.kvroute.openai.Json;
+import io.kvroute.openai.JsonException;
+import io.kvroute.openai.OpenAiRequest;
+import io.kvroute.openai.OpenAiRequestException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -362,19 +367,19 @@ public final class SimServer implements AutoCloseable {
     } catch (RuntimeException e) {
       logger.log(WARNING, "request listener failed", e);
     }
-    Map<String, Object> body = readJsonObject(exchange);
+    OpenAiRequest body = readRequest(exchange);
     checkModel(body);
     int[] prompt = chat ? chatTokens(body) : promptTokens(body);
-    Object maxTokensValue = body.get(chat && body.get("max_completion_tokens") != null ? "max_completion_tokens"
-        : "max_tokens");
-    int maxTokens = maxTokensValue == null ? config.defaultMaxTokens() : intField(maxTokensValue, "max_tokens");
-    boolean stream = booleanField(body, "stream");
-    boolean includeUsage = false;
-    Object streamOptions = body.get("stream_options");
-    if (streamOptions instanceof Map<?, ?> options) {
-      includeUsage = Boolean.TRUE.equals(options.get("include_usage"));
-    } else if (streamOptions != null) {
-      throw new BadRequest(400, "stream_options must be an object.", "stream_options");
+    int maxTokens;
+    boolean stream;
+    boolean includeUsage;
+    try {
+      Integer max = body.maxTokens(); // max_completion_tokens when given, else max_tokens, as vLLM reads them
+      maxTokens = max == null ? config.defaultMaxTokens() : max;
+      stream = body.stream();
+      includeUsage = body.includeUsage();
+    } catch (OpenAiRequestException e) {
+      throw new BadRequest(400, e.getMessage(), e.param());
     }
 
     Pending pending = new Pending();
@@ -533,12 +538,12 @@ public final class SimServer implements AutoCloseable {
   }
 
   private void tokenize(HttpExchange exchange) throws IOException {
-    Map<String, Object> body = readJsonObject(exchange);
+    OpenAiRequest body = readRequest(exchange);
     checkModel(body);
     int[] tokens;
-    if (body.containsKey("messages")) {
+    if (body.has("messages")) {
       tokens = chatTokens(body);
-    } else if (body.containsKey("prompt")) {
+    } else if (body.has("prompt")) {
       tokens = promptTokens(body);
     } else {
       throw new BadRequest(400, "Either prompt or messages is required.", "prompt");
@@ -581,7 +586,7 @@ public final class SimServer implements AutoCloseable {
 
   // ---- request parsing ----
 
-  private Map<String, Object> readJsonObject(HttpExchange exchange) throws IOException {
+  private OpenAiRequest readRequest(HttpExchange exchange) throws IOException {
     byte[] bytes;
     try (InputStream in = exchange.getRequestBody()) {
       bytes = in.readNBytes(MAX_BODY_BYTES + 1);
@@ -589,124 +594,55 @@ public final class SimServer implements AutoCloseable {
     if (bytes.length > MAX_BODY_BYTES) {
       throw new BadRequest(400, "The request body exceeds " + MAX_BODY_BYTES + " bytes.", null);
     }
-    Object parsed;
     try {
-      parsed = Json.parse(new String(bytes, StandardCharsets.UTF_8));
-    } catch (IllegalArgumentException e) {
+      return OpenAiRequest.parse(bytes);
+    } catch (JsonException e) {
       throw new BadRequest(400, "Malformed JSON body: " + e.getMessage(), null);
+    } catch (OpenAiRequestException e) {
+      throw new BadRequest(400, e.getMessage(), e.param());
     }
-    if (!(parsed instanceof Map<?, ?>)) {
-      throw new BadRequest(400, "The request body must be a JSON object.", null);
-    }
-    @SuppressWarnings("unchecked")
-    Map<String, Object> map = (Map<String, Object>) parsed;
-    return map;
   }
 
-  private void checkModel(Map<String, Object> body) {
-    Object model = body.get("model");
-    if (model == null) {
-      return;
-    }
-    if (!(model instanceof String name)) {
-      throw new BadRequest(400, "model must be a string.", "model");
-    }
-    if (!name.equals(config.modelName())) {
+  private void checkModel(OpenAiRequest body) {
+    String name = body.model();
+    if (name != null && !name.equals(config.modelName())) {
       throw new BadRequest(404, "The model `" + name + "` does not exist.", "model");
     }
   }
 
-  private int[] promptTokens(Map<String, Object> body) {
-    Object prompt = body.get("prompt");
-    if (prompt instanceof String text) {
-      return config.tokenizer().encode(text);
+  private int[] promptTokens(OpenAiRequest body) {
+    OpenAiRequest.Prompt prompt;
+    try {
+      prompt = body.completionPrompt();
+    } catch (OpenAiRequestException e) {
+      throw new BadRequest(400, e.getMessage(), e.param());
     }
-    if (prompt instanceof List<?> list) {
-      if (list.size() == 1 && list.get(0) instanceof String text) {
-        return config.tokenizer().encode(text);
-      }
-      if (list.size() == 1 && list.get(0) instanceof List<?> inner) {
-        return tokenIds(inner);
-      }
-      if (!list.isEmpty() && list.get(0) instanceof String) {
-        throw new BadRequest(400, "Batched prompts are not supported by the simulator; send one prompt.", "prompt");
-      }
-      return tokenIds(list);
+    if (prompt.text() != null) {
+      return config.tokenizer().encode(prompt.text());
     }
-    throw new BadRequest(400, "prompt is required and must be a string or a list of token ids.", "prompt");
-  }
-
-  private int[] tokenIds(List<?> list) {
-    int[] tokens = new int[list.size()];
+    int[] tokens = prompt.tokens();
     int vocabulary = config.tokenizer().vocabularySize();
     for (int i = 0; i < tokens.length; i++) {
-      Object o = list.get(i);
-      if (!(o instanceof Long id) || id < 0 || id >= vocabulary) {
-        throw new BadRequest(400, "prompt[" + i + "] must be a token id in [0, " + vocabulary + ") but was " + o,
-            "prompt");
+      if (tokens[i] >= vocabulary) {
+        throw new BadRequest(400, "prompt[" + i + "] must be a token id in [0, " + vocabulary + ") but was "
+            + tokens[i], "prompt");
       }
-      tokens[i] = (int) (long) id;
     }
     return tokens;
   }
 
-  private int[] chatTokens(Map<String, Object> body) {
-    Object messages = body.get("messages");
-    if (!(messages instanceof List<?> list) || list.isEmpty()) {
-      throw new BadRequest(400, "messages is required and must be a non-empty list.", "messages");
+  private int[] chatTokens(OpenAiRequest body) {
+    List<ChatMessage> messages;
+    try {
+      messages = body.chatMessages();
+    } catch (OpenAiRequestException e) {
+      throw new BadRequest(400, e.getMessage(), e.param());
     }
-    List<SimTokenizer.ChatMessage> parsed = new ArrayList<>(list.size());
-    for (int i = 0; i < list.size(); i++) {
-      if (!(list.get(i) instanceof Map<?, ?> message)) {
-        throw new BadRequest(400, "messages[" + i + "] must be an object.", "messages");
-      }
-      if (!(message.get("role") instanceof String role)) {
-        throw new BadRequest(400, "messages[" + i + "].role must be a string.", "messages");
-      }
-      parsed.add(new SimTokenizer.ChatMessage(role, content(message.get("content"), i)));
+    List<SimTokenizer.ChatMessage> parsed = new ArrayList<>(messages.size());
+    for (ChatMessage m : messages) {
+      parsed.add(new SimTokenizer.ChatMessage(m.role(), m.content()));
     }
     return config.tokenizer().encodeChat(parsed);
-  }
-
-  private static String content(@Nullable Object content, int index) {
-    if (content == null) {
-      return "";
-    }
-    if (content instanceof String text) {
-      return text;
-    }
-    if (content instanceof List<?> parts) {
-      StringBuilder sb = new StringBuilder();
-      for (Object part : parts) {
-        if (part instanceof Map<?, ?> p && "text".equals(p.get("type")) && p.get("text") instanceof String text) {
-          sb.append(sb.length() == 0 ? "" : " ").append(text);
-        } else {
-          throw new BadRequest(400, "messages[" + index + "].content parts must be {\"type\": \"text\", \"text\": …}"
-              + " (other content types are not simulated).", "messages");
-        }
-      }
-      return sb.toString();
-    }
-    throw new BadRequest(400, "messages[" + index + "].content must be a string or a list of text parts.",
-        "messages");
-  }
-
-  private static int intField(Object value, String name) {
-    if (value instanceof Long l && l >= Integer.MIN_VALUE && l <= Integer.MAX_VALUE) {
-      return (int) (long) l;
-    }
-    throw new BadRequest(400, name + " must be an integer but was " + value, name);
-  }
-
-  private static boolean booleanField(Map<String, Object> body, String name) {
-    Object value = body.get(name);
-    if (value == null) {
-      return false;
-    }
-    if (value instanceof Boolean b) {
-      return b;
-    }
-    throw new BadRequest(400, name + " must be a boolean but was " + value, name);
   }
 
   private static void send(HttpExchange exchange, int status, String contentType, String body) throws IOException {

@@ -1,6 +1,7 @@
 package io.kvroute.sim;
 
 import io.kvroute.EngineLoad;
+import io.kvroute.EventStreamState;
 import io.kvroute.KvEvent;
 import io.kvroute.Router;
 import io.kvroute.Routing;
@@ -35,6 +36,12 @@ public final class Simulation {
   /** The default delay between an engine step's end and the router applying its KV events. */
   public static final Duration DEFAULT_EVENT_DELAY = Duration.ofMillis(2);
 
+  /**
+   * The default interval of engine load reports: one second, the default of {@code EngineMetricsScraper} in
+   * kvroute-transport-okhttp, so a simulation sees what a gateway running the scraper sees.
+   */
+  public static final Duration DEFAULT_LOAD_REPORT_INTERVAL = Duration.ofSeconds(1);
+
   private final SimEngineConfig engine;
   private final int workers;
   private final int concurrency;
@@ -47,6 +54,8 @@ public final class Simulation {
   private final int replicas;
   private final long periodicNanos;
   private final @Nullable Runnable periodicTask;
+  private final Map<Integer, SimEngineConfig> workerEngines;
+  private final List<long[]> outages;
 
   private Simulation(Builder b) {
     this.engine = b.engine;
@@ -61,6 +70,8 @@ public final class Simulation {
     this.replicas = b.replicas;
     this.periodicNanos = b.periodicInterval.toNanos();
     this.periodicTask = b.periodicTask;
+    this.workerEngines = Map.copyOf(b.workerEngines);
+    this.outages = List.copyOf(b.outages);
   }
 
   /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
@@ -84,6 +95,8 @@ public final class Simulation {
   private static final int DELIVER = 2;
   private static final int REPORT_LOAD = 3;
   private static final int PERIODIC = 4;
+  private static final int REMOVE = 5;
+  private static final int READD = 6;
 
   /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
   private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
@@ -103,6 +116,7 @@ public final class Simulation {
     private final SimEngine[] engines = new SimEngine[workers];
     private final WorkerId[] workerIds = new WorkerId[workers];
     private final boolean[] busy = new boolean[workers];
+    private final boolean[] removed = new boolean[workers];
     private final Map<WorkerId, Integer> indexOf = new HashMap<>();
     private final SimulationResult.Recorder recorder = new SimulationResult.Recorder(requests, workers);
     private long now;
@@ -125,14 +139,13 @@ public final class Simulation {
         int worker = w;
         workerIds[w] = WorkerId.of("sim-" + w);
         indexOf.put(workerIds[w], w);
-        SimEngineConfig config = engine.toBuilder()
-            .engineHashSeed(Mix.splitMix64(engine.engineHashSeed() + w))
+        SimEngineConfig base = workerEngines.getOrDefault(w, engine);
+        SimEngineConfig config = base.toBuilder()
+            .engineHashSeed(Mix.splitMix64(base.engineHashSeed() + w))
             .build();
         engines[w] = new SimEngine(config, events -> schedule(now + eventDelayNanos, DELIVER, worker,
             new EngineOrEvents(null, events)));
-        for (Router router : routers) {
-          router.addWorker(Worker.of(workerIds[w]));
-        }
+        addWorker(w);
       }
       if (arrivals == null) {
         for (int c = 0; c < concurrency; c++) {
@@ -156,6 +169,10 @@ public final class Simulation {
       if (periodicTask != null) {
         schedule(periodicNanos, PERIODIC, 0, null);
       }
+      for (long[] outage : outages) {
+        schedule(outage[1], REMOVE, (int) outage[0], null);
+        schedule(outage[2], READD, (int) outage[0], null);
+      }
       while (!queue.isEmpty()) {
         Occurrence o = queue.poll();
         now = o.time();
@@ -174,6 +191,18 @@ public final class Simulation {
               schedule(now + periodicNanos, PERIODIC, 0, null);
             }
           }
+          case REMOVE -> {
+            removed[o.target()] = true;
+            for (Router router : routers) {
+              router.removeWorker(workerIds[o.target()]);
+            }
+          }
+          case READD -> {
+            // Back with a cold cache, as a restarted pod (when idle; requests still draining keep their blocks).
+            removed[o.target()] = false;
+            engines[o.target()].resetPrefixCache();
+            addWorker(o.target());
+          }
           default -> throw new AssertionError(o);
         }
       }
@@ -181,12 +210,26 @@ public final class Simulation {
       for (SimEngine e : engines) {
         preemptions += e.preemptions();
       }
-      return recorder.finish(now, preemptions);
+      return recorder.finish(recorder.lastFinishedNanos, preemptions);
+    }
+
+    /**
+     * Adds worker {@code w} to every router. Its events reach them in process, in order and without loss: a live
+     * stream from the start, as an events-zmq subscriber reports once connected.
+     */
+    private void addWorker(int w) {
+      for (Router router : routers) {
+        router.addWorker(Worker.of(workerIds[w]));
+        router.reportEventStream(workerIds[w], EventStreamState.LIVE);
+      }
     }
 
     /** Reports every engine's load to the router, as a metrics scraper would, while requests remain. */
     private void reportLoad() {
       for (int w = 0; w < workers; w++) {
+        if (removed[w]) {
+          continue;
+        }
         SimEngine e = engines[w];
         EngineLoad load = new EngineLoad(e.numRunning(), e.numWaiting(), e.kvCacheUsage(), now);
         for (Router router : routers) {
@@ -268,12 +311,45 @@ public final class Simulation {
     private Function<Ticker, Router> routerFactory;
     private Duration eventDelay = DEFAULT_EVENT_DELAY;
     private @Nullable IntToLongFunction arrivals;
-    private Duration loadReportInterval = Duration.ZERO;
+    private Duration loadReportInterval = DEFAULT_LOAD_REPORT_INTERVAL;
+    private final Map<Integer, SimEngineConfig> workerEngines = new HashMap<>();
+    private final List<long[]> outages = new java.util.ArrayList<>();
     private int replicas = 1;
     private Duration periodicInterval = Duration.ZERO;
     private @Nullable Runnable periodicTask;
 
     private Builder() {}
+
+    /**
+     * Gives worker {@code worker} its own engine configuration (a smaller cache, a slower GPU), for heterogeneous
+     * fleets; the others keep {@link #engine}.
+     *
+     * @throws IllegalArgumentException if {@code worker} is negative
+     */
+    public Builder workerEngine(int worker, SimEngineConfig config) {
+      if (worker < 0) {
+        throw new IllegalArgumentException("worker must not be negative but was " + worker);
+      }
+      workerEngines.put(worker, Objects.requireNonNull(config, "config"));
+      return this;
+    }
+
+    /**
+     * Removes worker {@code worker} from the router at virtual time {@code from} and adds it back, with its prefix
+     * cache reset (a restarted pod), at {@code until}; requests already on it finish there.
+     *
+     * @throws IllegalArgumentException if {@code worker} is negative or {@code until} is not after {@code from}
+     */
+    public Builder outage(int worker, Duration from, Duration until) {
+      if (worker < 0) {
+        throw new IllegalArgumentException("worker must not be negative but was " + worker);
+      }
+      if (from.isNegative() || until.compareTo(from) <= 0) {
+        throw new IllegalArgumentException("outage must satisfy 0 <= from < until but was " + from + ".." + until);
+      }
+      outages.add(new long[] {worker, from.toNanos(), until.toNanos()});
+      return this;
+    }
 
     /**
      * Routes through this many routers, each built by the {@link #router} factory, as several gateway replicas
@@ -305,7 +381,8 @@ public final class Simulation {
 
     /**
      * Reports every engine's running and waiting requests and KV usage to {@code router.updateLoad} at this
-     * interval of virtual time, as a scraper of vLLM's {@code /metrics} would; zero (the default) reports nothing.
+     * interval of virtual time, as a scraper of vLLM's {@code /metrics} would (default
+     * {@link #DEFAULT_LOAD_REPORT_INTERVAL}); zero reports nothing.
      *
      * @throws IllegalArgumentException if negative
      */
@@ -388,6 +465,16 @@ public final class Simulation {
       }
       if (routerFactory == null) {
         throw new IllegalStateException("router is required");
+      }
+      for (int w : workerEngines.keySet()) {
+        if (w >= workers) {
+          throw new IllegalStateException("workerEngine " + w + " is not below workers " + workers);
+        }
+      }
+      for (long[] o : outages) {
+        if (o[0] >= workers) {
+          throw new IllegalStateException("outage of worker " + o[0] + " is not below workers " + workers);
+        }
       }
       return new Simulation(this);
     }

@@ -32,6 +32,8 @@ public final class SimulationResult {
   private final long preemptions;
   private final int[] requestsPerWorker;
   private final double workersPerPrefixGroup;
+  private final long absolutePredictionError;
+  private final long overPredictedTokens;
 
   private SimulationResult(Recorder r, long durationNanos, long preemptions) {
     int n = r.count;
@@ -40,6 +42,8 @@ public final class SimulationResult {
     long prompt = 0;
     long cached = 0;
     long predicted = 0;
+    long absError = 0;
+    long over = 0;
     Map<Integer, Set<Integer>> workersByGroup = new HashMap<>();
     for (int i = 0; i < r.capacity; i++) {
       if (r.prompt[i] == 0) {
@@ -48,6 +52,8 @@ public final class SimulationResult {
       prompt += r.prompt[i];
       cached += r.cached[i];
       predicted += r.predicted[i];
+      absError += Math.abs((long) r.predicted[i] - r.cached[i]);
+      over += Math.max(0, r.predicted[i] - r.cached[i]);
       if (r.cached[i] > 0) {
         hits++;
       }
@@ -59,6 +65,8 @@ public final class SimulationResult {
     this.promptTokens = prompt;
     this.cachedTokens = cached;
     this.predictedCachedTokens = predicted;
+    this.absolutePredictionError = absError;
+    this.overPredictedTokens = over;
     this.sortedTtftNanos = sortedPositive(r.ttft, r.prompt);
     this.sortedLatencyNanos = sortedPositive(r.latency, r.prompt);
     this.durationNanos = durationNanos;
@@ -104,6 +112,34 @@ public final class SimulationResult {
   /** Prompt tokens the router predicted cached (its matched blocks) over all prompt tokens, 0..1. */
   public double predictedCachedTokenRatio() {
     return promptTokens == 0 ? 0 : (double) predictedCachedTokens / promptTokens;
+  }
+
+  /**
+   * The router's prediction error: the sum over requests of |predicted - actual cached tokens|, where actual is what
+   * the engine reports as {@code usage.prompt_tokens_details.cached_tokens}, over all prompt tokens.
+   */
+  public double predictionErrorRatio() {
+    return promptTokens == 0 ? 0 : (double) absolutePredictionError / promptTokens;
+  }
+
+  /** Prompt tokens the router predicted cached that the engine had to compute (predictions above actual). */
+  public long overPredictedTokens() {
+    return overPredictedTokens;
+  }
+
+  /**
+   * The busiest worker's requests over the mean requests per worker (1.0 is perfect balance), counting every worker
+   * of the run.
+   */
+  public double maxMeanLoad() {
+    if (requestsPerWorker.length == 0 || requests == 0) {
+      return 0;
+    }
+    int max = 0;
+    for (int n : requestsPerWorker) {
+      max = Math.max(max, n);
+    }
+    return max / ((double) requests / requestsPerWorker.length);
   }
 
   /** All prompt tokens. */
@@ -187,6 +223,7 @@ public final class SimulationResult {
     final long[] latency;
     final int[] perWorker;
     int count;
+    long lastFinishedNanos; // the run's duration ends here, not at a later load report or outage
 
     Recorder(int capacity, int workers) {
       this.capacity = capacity;
@@ -214,6 +251,7 @@ public final class SimulationResult {
       latency[index] = latencyNanos;
       perWorker[workerIndex]++;
       count++;
+      lastFinishedNanos = Math.max(lastFinishedNanos, now);
     }
 
     SimulationResult finish(long durationNanos, long preemptions) {

@@ -48,6 +48,15 @@ public record TimingModel(
     check(decodeMillisPerKvToken, "decodeMillisPerKvToken");
   }
 
+  /** This model on hardware {@code factor} times slower (every coefficient multiplied by {@code factor}). */
+  public TimingModel slowerBy(double factor) {
+    if (!(factor > 0) || Double.isInfinite(factor)) {
+      throw new IllegalArgumentException("factor must be finite and > 0 but was " + factor);
+    }
+    return new TimingModel(stepOverheadMillis * factor, prefillMillisPerToken * factor,
+        prefillMillisPerTokenSquared * factor, decodeMillisPerSequence * factor, decodeMillisPerKvToken * factor);
+  }
+
   /**
    * The duration of a step in nanoseconds of model time.
    *

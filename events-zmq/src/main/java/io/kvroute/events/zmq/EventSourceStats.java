@@ -22,6 +22,8 @@ package io.kvroute.events.zmq;
  * @param skippedBatches batches the engine could never deliver (over the message size limit), skipped with a purge
  * @param bufferOverflows live batches not buffered during a replay (count or byte bound), fetched again afterwards
  * @param unacceptedBatches batches dropped because the sink did not accept their worker or rank
+ * @param strayBatches held live batches dropped because a replay showed they were not the current engine's (an
+ *     earlier engine's, received before a restart was recognised)
  */
 public record EventSourceStats(
     long batches,
@@ -40,4 +42,5 @@ public record EventSourceStats(
     long replayHoles,
     long skippedBatches,
     long bufferOverflows,
-    long unacceptedBatches) {}
+    long unacceptedBatches,
+    long strayBatches) {}

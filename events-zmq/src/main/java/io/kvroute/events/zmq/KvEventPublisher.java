@@ -53,6 +53,7 @@ public final class KvEventPublisher implements AutoCloseable {
   private final DoubleSupplier wallClock;
   private final ArrayDeque<Entry> ring; // guarded by lock
   private final @Nullable Thread replayThread;
+  private final @Nullable ZapAllowList allowList;
   private long nextSeq; // guarded by lock
   private int dropNext; // guarded by lock
   private int subscriptions; // guarded by lock
@@ -71,7 +72,12 @@ public final class KvEventPublisher implements AutoCloseable {
     this.ownsContext = b.context == null;
     this.context = b.context == null ? new ZContext(1) : b.context;
     ZMQ.Socket router = null;
+    ZapAllowList zap = null;
     try {
+      if (b.allowedClients != null) {
+        // The handler is bound before the sockets, so no client handshakes before it can be refused.
+        zap = new ZapAllowList(context, b.allowedClients, "publisher");
+      }
       pub = context.createSocket(SocketType.XPUB);
       pub.setLinger(0);
       pub.setSndHWM(b.highWaterMark);
@@ -95,11 +101,15 @@ public final class KvEventPublisher implements AutoCloseable {
         replayEndpoint = null;
       }
     } catch (RuntimeException e) {
+      if (zap != null) {
+        zap.close();
+      }
       if (ownsContext) {
         context.close();
       }
       throw e;
     }
+    this.allowList = zap;
     if (router != null) {
       ZMQ.Socket routerSocket = router;
       replayThread = new Thread(() -> serveReplays(routerSocket), "kvroute-zmq-replay-" + endpoint);
@@ -155,6 +165,25 @@ public final class KvEventPublisher implements AutoCloseable {
       pub.sendMore(seqBytes(seq));
       pub.send(payload, 0);
       return seq;
+    }
+  }
+
+  /**
+   * Sends a buffered batch live again, as a copy delayed in flight arrives after its replay; for tests.
+   *
+   * @return whether the ring still held it
+   */
+  boolean resendLive(long seq) {
+    synchronized (lock) {
+      for (Entry e : ring) {
+        if (e.seq == seq) {
+          pub.sendMore(topic);
+          pub.sendMore(seqBytes(seq));
+          pub.send(e.payload, 0);
+          return true;
+        }
+      }
+      return false;
     }
   }
 
@@ -271,6 +300,9 @@ public final class KvEventPublisher implements AutoCloseable {
       pub.close();
       ring.clear();
     }
+    if (allowList != null) {
+      allowList.close();
+    }
     if (ownsContext) {
       context.close();
     }
@@ -380,6 +412,7 @@ public final class KvEventPublisher implements AutoCloseable {
     private DoubleSupplier wallClock = () -> System.currentTimeMillis() / 1000.0;
     private @Nullable ZContext context;
     private @Nullable CurveKeyPair curve;
+    private java.util.@Nullable Set<String> allowedClients;
 
     private Builder() {}
 
@@ -496,11 +529,35 @@ public final class KvEventPublisher implements AutoCloseable {
     }
 
     /**
+     * Admits only subscribers whose CURVE public key (Z85) is listed, on both the event and the replay socket;
+     * others fail the handshake and receive nothing, so knowing the publisher's public key is not enough to read the
+     * token-id stream. Requires {@link #curveServerKeys} and the publisher's own context (a ZeroMQ context has one
+     * authentication handler).
+     *
+     * @param z85PublicKeys the subscribers' public keys
+     * @return this builder
+     * @throws IllegalArgumentException if a key is not Z85
+     */
+    public Builder curveAllowedClients(java.util.Collection<String> z85PublicKeys) {
+      java.util.Objects.requireNonNull(z85PublicKeys, "z85PublicKeys");
+      for (String key : z85PublicKeys) {
+        CurveKeyPair.checkKey(key, "curveAllowedClients");
+      }
+      this.allowedClients = java.util.Set.copyOf(z85PublicKeys);
+      return this;
+    }
+
+    /**
      * Binds the sockets and starts serving replays.
      *
+     * @return the publisher
      * @throws org.zeromq.ZMQException if an endpoint cannot be bound
+     * @throws IllegalStateException if an allow-list is set without server keys, or with a shared context
      */
     public KvEventPublisher build() {
+      if (allowedClients != null && (curve == null || context != null)) {
+        throw new IllegalStateException("curveAllowedClients requires curveServerKeys and the publisher's own context");
+      }
       return new KvEventPublisher(this);
     }
   }

@@ -2,10 +2,8 @@ package io.kvroute.events.zmq;
 
 import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.ERROR;
-import static java.lang.System.Logger.Level.INFO;
 import static java.lang.System.Logger.Level.WARNING;
 
-import io.kvroute.EventStreamState;
 import io.kvroute.KvEventSink;
 import io.kvroute.Router;
 import io.kvroute.RouterListener;
@@ -13,9 +11,7 @@ import io.kvroute.Ticker;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
-import io.kvroute.events.zmq.EventSourceListener.PurgeReason;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -27,14 +23,10 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
-import org.zeromq.SocketType;
 import org.zeromq.ZContext;
-import org.zeromq.ZEvent;
 import org.zeromq.ZMQ;
-import org.zeromq.ZMonitor;
 
 /**
  * Subscribes to the KV event streams of many engine workers over ZeroMQ and feeds their events into a {@link
@@ -88,51 +80,32 @@ public final class KvEventSubscriber implements AutoCloseable {
   private static final byte LIVE = 0;
   private static final byte REPLAY = 1;
   private static final byte MONITOR = 2;
-  private static final AtomicInteger MONITORS = new AtomicInteger();
 
-  private final KvEventSink sink;
-  private final EventSourceListener listener;
-  private final StreamCursor.Settings cursorSettings;
-  private final long maxMessageSize;
-  private final int handshakeMillis;
-  private final long unacceptedHoldNanos;
-  private final long silentAfterNanos;
-  private final @Nullable Router reportTo;
-  private final @Nullable CurveKeyPair clientKeys;
-  private final @Nullable CurveKeyPair serverKeys;
-  private final Ticker ticker;
+  private final EventStream.Shared shared;
   private final ZContext context;
   private final @Nullable ZapAllowList allowList;
   private final Thread thread;
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
-  private final Map<WorkerId, Source> sources = new ConcurrentHashMap<>();
+  private final Map<WorkerId, EventStream.EventSource> sources = new ConcurrentHashMap<>();
   private final Object lifecycle = new Object();
   private volatile boolean started;
   private volatile boolean stopping;
   private boolean closed; // guarded by lifecycle
 
   // Owned by the I/O thread.
-  private boolean pollerDirty = true;
   private ZMQ.@Nullable Poller poller;
-  private Stream[] polledStreams = new Stream[0];
+  private EventStream[] polledStreams = new EventStream[0];
   private byte[] polledKinds = new byte[0];
-  private @Nullable CurveKeyPair ephemeral;
 
   private KvEventSubscriber(Builder b) {
-    this.sink = Objects.requireNonNull(b.sink, "sink");
-    this.listener = b.listener;
-    this.cursorSettings = new StreamCursor.Settings(true, b.replayTimeout.toNanos(), b.replayCooldown.toNanos(),
-        b.maxBufferedBatches, b.maxBufferedBytes, b.staleAfter.toNanos(), b.purgeAfter.toNanos());
-    this.maxMessageSize = b.maxMessageSize;
-    this.handshakeMillis = (int) b.handshakeTimeout.toMillis();
-    this.unacceptedHoldNanos = b.unacceptedHold.toNanos();
-    this.silentAfterNanos = b.silentAfter.toNanos();
-    this.reportTo = b.reportTo;
-    this.clientKeys = b.clientKeys;
-    this.serverKeys = b.serverKeys;
-    this.ticker = b.ticker;
+    StreamCursor.Settings settings = new StreamCursor.Settings(true, b.replayTimeout.toNanos(),
+        b.replayCooldown.toNanos(), b.maxBufferedBatches, b.maxBufferedBytes, b.staleAfter.toNanos(),
+        b.purgeAfter.toNanos());
     this.context = new ZContext(1);
     this.context.setLinger(0);
+    this.shared = new EventStream.Shared(context, Objects.requireNonNull(b.sink, "sink"), b.listener, settings,
+        b.ticker, b.maxMessageSize, (int) b.handshakeTimeout.toMillis(), b.unacceptedHold.toNanos(),
+        b.silentAfter.toNanos(), b.reportTo, b.clientKeys, b.serverKeys);
     this.allowList = b.allowedClients == null ? null : new ZapAllowList(context, b.allowedClients, "subscriber");
     this.thread = new Thread(this::run, "kvroute-zmq-subscriber");
     this.thread.setDaemon(true);
@@ -179,7 +152,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (closed) {
         throw new IllegalStateException("subscriber is closed");
       }
-      Source s = new Source(source);
+      EventStream.EventSource s = new EventStream.EventSource(source, shared);
       if (sources.putIfAbsent(source.worker(), s) != null) {
         throw new IllegalArgumentException("worker " + source.worker() + " is already added");
       }
@@ -198,7 +171,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   public boolean removeWorker(WorkerId worker) {
     Objects.requireNonNull(worker, "worker");
     synchronized (lifecycle) {
-      Source s = closed ? null : sources.remove(worker);
+      EventStream.EventSource s = closed ? null : sources.remove(worker);
       if (s == null) {
         return false;
       }
@@ -226,7 +199,7 @@ public final class KvEventSubscriber implements AutoCloseable {
    * @return its counters, all ranks together
    */
   public Optional<EventSourceStats> stats(WorkerId worker) {
-    Source s = sources.get(Objects.requireNonNull(worker, "worker"));
+    EventStream.EventSource s = sources.get(Objects.requireNonNull(worker, "worker"));
     return s == null ? Optional.empty() : Optional.of(s.snapshot());
   }
 
@@ -251,9 +224,9 @@ public final class KvEventSubscriber implements AutoCloseable {
   public List<StreamHealth> health() {
     List<StreamHealth> out = new ArrayList<>();
     for (WorkerId id : workers()) {
-      Source s = sources.get(id);
+      EventStream.EventSource s = sources.get(id);
       if (s != null) {
-        for (Stream stream : s.streams) {
+        for (EventStream stream : s.streams) {
           out.add(stream.health());
         }
       }
@@ -339,7 +312,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       @Override
       public void onWorkerUpdated(Worker worker) {
         EventSourceConfig next = safeSourceOf(worker);
-        Source current = sources.get(worker.id());
+        EventStream.EventSource current = sources.get(worker.id());
         EventSourceConfig now = current == null ? null : current.config;
         if (!Objects.equals(next, now)) {
           removeWorker(worker.id());
@@ -354,8 +327,8 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   private void followAdded(Worker worker) {
     EventSourceConfig source = safeSourceOf(worker);
-    if (source == null) {
-      return;
+    if (source == null || sources.containsKey(worker.id())) {
+      return; // no events endpoint, or seen both by the listener and in the snapshot
     }
     try {
       addWorker(source);
@@ -380,7 +353,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       while (!stopping) {
         try {
           runCommands();
-          if (pollerDirty) {
+          if (shared.pollerDirty) {
             rebuildPoller();
           }
           pollOnce();
@@ -395,7 +368,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       }
     } finally {
       runCommands(); // removals still queued close their sockets (and purge)
-      for (Source source : sources.values()) {
+      for (EventStream.EventSource source : sources.values()) {
         closeSource(source, false);
       }
       if (poller != null) {
@@ -420,11 +393,11 @@ public final class KvEventSubscriber implements AutoCloseable {
   }
 
   private void tickAll() {
-    for (Source source : sources.values()) {
+    for (EventStream.EventSource source : sources.values()) {
       if (!source.open) {
         continue;
       }
-      for (Stream s : source.streams) {
+      for (EventStream s : source.streams) {
         guarded(s, () -> {
           s.cursor.tick();
           s.applier.tick();
@@ -439,14 +412,14 @@ public final class KvEventSubscriber implements AutoCloseable {
       poller.close();
       poller = null;
     }
-    List<Stream> streams = new ArrayList<>();
+    List<EventStream> streams = new ArrayList<>();
     List<Byte> kinds = new ArrayList<>();
     List<ZMQ.Socket> sockets = new ArrayList<>();
-    for (Source source : sources.values()) {
+    for (EventStream.EventSource source : sources.values()) {
       if (!source.open) {
         continue;
       }
-      for (Stream s : source.streams) {
+      for (EventStream s : source.streams) {
         if (s.sub != null) {
           streams.add(s);
           kinds.add(LIVE);
@@ -464,7 +437,7 @@ public final class KvEventSubscriber implements AutoCloseable {
         }
       }
     }
-    polledStreams = streams.toArray(new Stream[0]);
+    polledStreams = streams.toArray(new EventStream[0]);
     polledKinds = new byte[kinds.size()];
     for (int i = 0; i < polledKinds.length; i++) {
       polledKinds[i] = kinds.get(i);
@@ -476,7 +449,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       }
       poller = p;
     }
-    pollerDirty = false;
+    shared.pollerDirty = false;
   }
 
   private void pollOnce() {
@@ -488,13 +461,13 @@ public final class KvEventSubscriber implements AutoCloseable {
     // A timed-out poll sweeps every socket anyway: ZeroMQ descriptors are edge-triggered, and a missed wake-up
     // must cost one poll interval, not a stalled stream.
     boolean sweep = p.poll(POLL_MILLIS) <= 0;
-    Stream[] streams = polledStreams;
+    EventStream[] streams = polledStreams;
     byte[] kinds = polledKinds;
     for (int i = 0; i < streams.length && !stopping; i++) {
       if (!sweep && !p.pollin(i)) {
         continue;
       }
-      Stream s = streams[i];
+      EventStream s = streams[i];
       if (s.closed) {
         continue;
       }
@@ -505,10 +478,10 @@ public final class KvEventSubscriber implements AutoCloseable {
           if (frames == null) {
             break;
           }
-          guarded(s, () -> onReplayMessage(s, frames));
+          guarded(s, () -> s.onReplayMessage(frames));
         }
       } else if (kinds[i] == MONITOR) {
-        guarded(s, () -> onMonitorEvents(s));
+        guarded(s, s::onMonitorEvents);
       } else {
         ZMQ.Socket sub = s.sub;
         for (int m = 0; m < MAX_MESSAGES_PER_POLL && sub != null && s.sub == sub && !s.closed; m++) {
@@ -516,13 +489,13 @@ public final class KvEventSubscriber implements AutoCloseable {
           if (frames == null) {
             break;
           }
-          guarded(s, () -> onLiveMessage(s, frames));
+          guarded(s, () -> s.onLiveMessage(frames));
         }
       }
     }
   }
 
-  private void guarded(Stream s, Runnable action) {
+  private void guarded(EventStream s, Runnable action) {
     try {
       action.run();
     } catch (Throwable t) {
@@ -555,392 +528,27 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   // ---------------------------------------------------------------- sockets
 
-  private void openSource(Source source) {
+  private void openSource(EventStream.EventSource source) {
     if (sources.get(source.config.worker()) != source) {
       return; // removed before it was opened
     }
     source.open = true;
-    for (Stream s : source.streams) {
-      openSub(s);
+    for (EventStream s : source.streams) {
+      s.openSub();
     }
-    pollerDirty = true;
+    shared.pollerDirty = true;
     logger.log(DEBUG, "subscribed to " + source.config);
   }
 
-  private void closeSource(Source source, boolean purge) {
+  private void closeSource(EventStream.EventSource source, boolean purge) {
     if (!source.open) {
       return;
     }
     source.open = false;
-    for (Stream s : source.streams) {
-      closeStream(s, purge);
+    for (EventStream s : source.streams) {
+      s.close(purge);
     }
-    pollerDirty = true;
-  }
-
-  private void closeStream(Stream s, boolean purge) {
-    s.closed = true;
-    closeDealer(s);
-    closeSub(s);
-    if (purge) {
-      s.applier.purge(PurgeReason.REMOVED);
-    }
-  }
-
-  /**
-   * Opens a stream's SUB socket with a monitor of its connections. A disconnected SUB is replaced by a new socket
-   * rather than left to reconnect: with JeroMQ 0.6.0, a connection whose handshake stalled (see {@link
-   * Builder#handshakeTimeout}) sometimes reconnects without resending its subscription, and then never receives
-   * anything. Batches lost meanwhile show up as a sequence gap.
-   */
-  private void openSub(Stream s) {
-    EventSourceConfig config = s.source.config;
-    ZMQ.Socket sub = null;
-    ZMQ.Socket monitor = null;
-    try {
-      sub = context.createSocket(SocketType.SUB);
-      configure(sub, config, config.bind());
-      sub.setRcvHWM(100_000);
-      sub.subscribe(config.topic().getBytes(StandardCharsets.UTF_8));
-      String address = "inproc://kvroute-subscriber-monitor-" + MONITORS.incrementAndGet();
-      sub.monitor(address, ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_CONNECTED | ZMQ.EVENT_ACCEPTED);
-      monitor = context.createSocket(SocketType.PAIR);
-      monitor.setLinger(0);
-      monitor.connect(address);
-      if (config.bind()) {
-        sub.bind(Endpoints.bindable(s.endpoint));
-      } else {
-        sub.connect(s.endpoint);
-      }
-      s.sub = sub;
-      s.monitor = monitor;
-    } catch (RuntimeException e) {
-      logger.log(WARNING, "cannot subscribe to " + s.endpoint + " for " + s.id, e);
-      if (monitor != null) {
-        monitor.close();
-      }
-      if (sub != null) {
-        sub.close();
-      }
-    }
-    pollerDirty = true;
-  }
-
-  private void closeSub(Stream s) {
-    if (s.sub != null) {
-      s.sub.monitor(null, 0);
-      s.sub.close();
-      s.sub = null;
-    }
-    if (s.monitor != null) {
-      s.monitor.close();
-      s.monitor = null;
-    }
-    pollerDirty = true;
-  }
-
-  private void onMonitorEvents(Stream s) {
-    boolean disconnected = false;
-    boolean connected = false;
-    ZMQ.Socket monitor = s.monitor;
-    for (int i = 0; i < 64 && monitor != null; i++) {
-      ZEvent event = ZEvent.recv(monitor, ZMQ.DONTWAIT);
-      if (event == null) {
-        break;
-      }
-      ZMonitor.Event e = event.getEvent();
-      if (e == ZMonitor.Event.DISCONNECTED) {
-        disconnected = true;
-        connected = false;
-      } else if (e == ZMonitor.Event.CONNECTED || e == ZMonitor.Event.ACCEPTED) {
-        connected = true;
-      }
-    }
-    if (disconnected && !s.closed) {
-      s.source.counters.reconnects.incrementAndGet();
-      s.cursor.onDisconnected();
-      if (!s.source.config.bind()) {
-        logger.log(DEBUG, () -> s.id + " disconnected from " + s.endpoint + "; resubscribing with a new socket");
-        closeSub(s);
-        openSub(s);
-      }
-    }
-    if (connected && !s.closed) {
-      s.cursor.onConnected();
-    }
-  }
-
-  private void configure(ZMQ.Socket socket, EventSourceConfig config, boolean server) {
-    socket.setLinger(0);
-    socket.setReconnectIVL(100);
-    socket.setReconnectIVLMax(5_000);
-    socket.setHeartbeatIvl(5_000);
-    socket.setHeartbeatTimeout(15_000);
-    socket.setHeartbeatTtl(15_000);
-    socket.setTCPKeepAlive(1);
-    socket.setMaxMsgSize(maxMessageSize);
-    // JeroMQ 0.6.0 sometimes leaves a freshly connected socket without its ZMTP handshake (zeromq/jeromq#1022,
-    // a selection-key race on the connecting side, a few percent of connections, more under CPU load). The
-    // handshake timer is what recovers it, by reconnecting: keep it short.
-    socket.setHandshakeIvl(handshakeMillis);
-    if (server) {
-      if (serverKeys != null) {
-        socket.setCurveServer(true);
-        socket.setCurvePublicKey(ZMQ.Curve.z85Decode(serverKeys.publicKey()));
-        socket.setCurveSecretKey(ZMQ.Curve.z85Decode(serverKeys.secretKey()));
-      }
-    } else if (config.serverPublicKey() != null) {
-      CurveKeyPair keys = clientKeys != null ? clientKeys : ephemeralKeys();
-      socket.setCurveServerKey(ZMQ.Curve.z85Decode(config.serverPublicKey()));
-      socket.setCurvePublicKey(ZMQ.Curve.z85Decode(keys.publicKey()));
-      socket.setCurveSecretKey(ZMQ.Curve.z85Decode(keys.secretKey()));
-    }
-  }
-
-  private CurveKeyPair ephemeralKeys() {
-    if (ephemeral == null) {
-      ephemeral = CurveKeyPair.generate();
-    }
-    return ephemeral;
-  }
-
-  private void openDealer(Stream s) {
-    String endpoint = Objects.requireNonNull(s.replayEndpoint);
-    ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
-    configure(dealer, s.source.config, false);
-    dealer.setSndHWM(16);
-    dealer.setRcvHWM(0);
-    dealer.connect(endpoint);
-    s.dealer = dealer;
-    pollerDirty = true;
-  }
-
-  private void closeDealer(Stream s) {
-    if (s.dealer != null) {
-      s.dealer.close();
-      s.dealer = null;
-      pollerDirty = true;
-    }
-  }
-
-  // ---------------------------------------------------------------- messages
-
-  private void onLiveMessage(Stream s, List<byte[]> frames) {
-    if (frames.size() != 3) {
-      s.applier.decodeError("expected 3 frames [topic, seq, payload] but got "
-          + (frames.size() > 6 ? "more than 6" : frames.size()));
-      return;
-    }
-    byte[] seqFrame = frames.get(1);
-    if (seqFrame.length != 8) {
-      s.applier.decodeError("sequence frame has " + seqFrame.length + " bytes, not 8");
-      return;
-    }
-    long seq = KvEventPublisher.readSeq(seqFrame);
-    if (seq < 0) {
-      s.applier.decodeError("sequence number " + Long.toUnsignedString(seq) + " out of range");
-      return;
-    }
-    s.cursor.onLive(seq, frames.get(2));
-  }
-
-  private void onReplayMessage(Stream s, List<byte[]> frames) {
-    int first = frames.get(0).length == 0 ? 1 : 0; // DEALER receives the ROUTER's empty delimiter
-    int n = frames.size() - first;
-    byte[] seqFrame;
-    byte[] payload;
-    if (n == 3) { // vLLM >= 0.26: [topic, seq, payload]
-      seqFrame = frames.get(first + 1);
-      payload = frames.get(first + 2);
-    } else if (n == 2) { // vLLM < 0.26 and SGLang: [seq, payload]
-      seqFrame = frames.get(first);
-      payload = frames.get(first + 1);
-    } else {
-      s.cursor.onReplayMalformed();
-      s.applier.decodeError("replay reply has " + frames.size() + " frames");
-      return;
-    }
-    if (seqFrame.length != 8) {
-      s.cursor.onReplayMalformed();
-      s.applier.decodeError("replay sequence frame has " + seqFrame.length + " bytes, not 8");
-      return;
-    }
-    long seq = KvEventPublisher.readSeq(seqFrame);
-    if (seq == -1 || payload.length == 0) {
-      s.cursor.onReplayEnd();
-      return;
-    }
-    if (seq < 0) {
-      s.cursor.onReplayMalformed();
-      s.applier.decodeError("replay sequence number " + Long.toUnsignedString(seq) + " out of range");
-      return;
-    }
-    s.cursor.onReplayReply(seq, payload);
-  }
-
-  private static void safeListener(Runnable call) {
-    try {
-      call.run();
-    } catch (Throwable t) {
-      logger.log(WARNING, "EventSourceListener threw", t);
-    }
-  }
-
-  // ---------------------------------------------------------------- state
-
-  /** One added source: its config, counters and streams. */
-  private final class Source {
-    final EventSourceConfig config;
-    final SourceCounters counters = new SourceCounters();
-    final List<Stream> streams = new ArrayList<>();
-    volatile boolean open;
-
-    Source(EventSourceConfig config) {
-      this.config = config;
-      for (int r = 0; r < config.dataParallelRanks(); r++) {
-        streams.add(new Stream(this, r));
-      }
-    }
-
-    EventSourceStats snapshot() {
-      List<StreamCursor> cursors = new ArrayList<>(streams.size());
-      for (Stream s : streams) {
-        cursors.add(s.cursor);
-      }
-      return counters.snapshot(cursors);
-    }
-  }
-
-  /** One data-parallel rank of a source: its sockets, cursor and applier. Confined to the I/O thread. */
-  private final class Stream implements StreamCursor.Output {
-    final Source source;
-    final WorkerId id;
-    final String endpoint;
-    final @Nullable String replayEndpoint;
-    final StreamCursor cursor;
-    final BatchApplier applier;
-    ZMQ.@Nullable Socket sub;
-    ZMQ.@Nullable Socket dealer;
-    ZMQ.@Nullable Socket monitor;
-    volatile boolean closed;
-
-    Stream(Source source, int offset) {
-      EventSourceConfig config = source.config;
-      this.source = source;
-      this.id = config.workerOf(offset);
-      this.endpoint = config.endpointOf(offset);
-      this.replayEndpoint = config.replayEndpointOf(offset);
-      StreamCursor.Settings settings = cursorSettings;
-      if (replayEndpoint == null) {
-        settings = new StreamCursor.Settings(false, settings.replayTimeoutNanos(), settings.cooldownNanos(),
-            settings.maxBufferedBatches(), settings.maxBufferedBytes(), settings.staleAfterNanos(),
-            settings.purgeAfterNanos());
-      }
-      this.cursor = new StreamCursor(settings, ticker, this);
-      // A stream applies only its own rank: other ranks have their own sockets.
-      this.applier = new BatchApplier(id, id.dataParallelRank(), 1, sink, listener, source.counters, ticker,
-          unacceptedHoldNanos, maxMessageSize, cursor::forget);
-    }
-
-    private EventStreamState reported = EventStreamState.UNKNOWN;
-
-    /** The stream's state for the router's health model. */
-    EventStreamState state() {
-      if (cursor.replaying()) {
-        return EventStreamState.REPLAYING;
-      }
-      if (cursor.stale() || cursor.purgedSinceApplied()) {
-        return EventStreamState.BROKEN;
-      }
-      long age = cursor.lastBatchAgeNanos();
-      if (age < 0) {
-        return EventStreamState.UNKNOWN;
-      }
-      return cursor.connected() && age > silentAfterNanos ? EventStreamState.SILENT : EventStreamState.LIVE;
-    }
-
-    void reportState() {
-      EventStreamState state = state();
-      if (state == reported) {
-        return;
-      }
-      reported = state;
-      safeListener(() -> listener.onStreamState(id, state));
-      if (reportTo != null) {
-        try {
-          reportTo.reportEventStream(id, state);
-        } catch (RuntimeException e) {
-          logger.log(WARNING, "Router.reportEventStream failed for " + id, e);
-        }
-      }
-    }
-
-    StreamHealth health() {
-      long age = cursor.lastBatchAgeNanos();
-      StreamCursor.Phase phase = cursor.phase();
-      return new StreamHealth(id, state(), cursor.connected(), age < 0 ? null : Duration.ofNanos(age),
-          cursor.lastSeq(), phase == StreamCursor.Phase.REPLAYING, phase == StreamCursor.Phase.COOLING,
-          cursor.stale(), cursor.purges);
-    }
-
-    @Override
-    public void apply(long seq, byte[] payload, boolean replayed) {
-      applier.apply(seq, payload, replayed);
-    }
-
-    @Override
-    public void purge(PurgeReason reason) {
-      logger.log(reason == PurgeReason.REMOVED ? DEBUG : INFO, () -> id + ": purging its entries (" + reason + ")");
-      applier.purge(reason);
-    }
-
-    @Override
-    public void requestReplay(long fromSeq) {
-      closeDealer(this); // replies to an earlier request must not mix with this one
-      try {
-        openDealer(this);
-        ZMQ.Socket d = Objects.requireNonNull(dealer);
-        boolean sent = d.send(new byte[0], ZMQ.SNDMORE | ZMQ.DONTWAIT)
-            && d.send(KvEventPublisher.seqBytes(fromSeq), ZMQ.DONTWAIT);
-        if (!sent) {
-          logger.log(DEBUG, () -> id + ": replay request could not be queued; it times out and is sent again");
-        }
-      } catch (RuntimeException e) {
-        logger.log(WARNING, id + ": cannot request a replay from " + replayEndpoint + ": " + e.getMessage());
-      }
-    }
-
-    @Override
-    public void closeReplay() {
-      closeDealer(this);
-    }
-
-    @Override
-    public void gap(long expected, long received) {
-      safeListener(() -> listener.onGap(id, expected, received));
-    }
-
-    @Override
-    public void restart(long lastSeq, long seq, String how) {
-      logger.log(INFO, id + " restarted (" + how + "); purging its entries");
-      safeListener(() -> listener.onRestart(id, lastSeq, seq));
-    }
-
-    @Override
-    public void replayStarted(long fromSeq) {
-      safeListener(() -> listener.onReplayStarted(id, fromSeq));
-    }
-
-    @Override
-    public void replayFinished(int batches) {
-      safeListener(() -> listener.onReplayFinished(id, batches));
-    }
-
-    @Override
-    public void replayFailed(String reason) {
-      logger.log(WARNING, id + ": " + reason + " at " + replayEndpoint);
-      safeListener(() -> listener.onReplayFailed(id, reason));
-    }
+    shared.pollerDirty = true;
   }
 
   /** Configures a {@link KvEventSubscriber}; not thread-safe. */

@@ -25,6 +25,7 @@ final class SourceCounters {
     long holes = 0;
     long skipped = 0;
     long overflows = 0;
+    long strays = 0;
     for (StreamCursor c : cursors) {
       gaps += c.gaps;
       replays += c.replays;
@@ -34,9 +35,10 @@ final class SourceCounters {
       holes += c.holes;
       skipped += c.skippedBatches;
       overflows += c.bufferOverflows;
+      strays += c.strayBatches;
     }
     return new EventSourceStats(batches.get(), events.get(), storedBlocks.get(), gaps, replays,
         replayedBatches.get(), failures, restarts, purges.get(), decodeErrors.get(), droppedEvents.get(),
-        reconnects.get(), duplicates, holes, skipped, overflows, unacceptedBatches.get());
+        reconnects.get(), duplicates, holes, skipped, overflows, unacceptedBatches.get(), strays);
   }
 }

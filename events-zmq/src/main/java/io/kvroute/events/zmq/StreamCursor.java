@@ -20,12 +20,13 @@ import net.openhft.hashing.LongHashFunction;
  * dropped and the stream waits for new batches to rebuild).
  *
  * <p><b>Identity.</b> The cursor keeps a fingerprint (XXH3-64 of the payload bytes, which include the engine's
- * timestamp) of the last {@value #FINGERPRINTS} applied batches. A batch numbered at or below the last one is a
- * duplicate when its fingerprint equals the one applied under that number, or, for numbers older than the
- * fingerprints reach, when a replay covered that number recently; otherwise the engine restarted. After a gap or a
- * reconnection, the replay is asked from {@value #OVERLAP} batches before the last applied one, and the replayed
- * copies of batches already applied are compared with their fingerprints: a mismatch means a new engine, whatever
- * its sequence numbers, and the worker is purged before the new engine's state is applied.
+ * timestamp) of the last {@value #FINGERPRINTS} applied batches. A live batch numbered at or below the last applied
+ * one is a duplicate when its fingerprint equals the one applied under that number, and a new engine's when it
+ * differs; when its number is older than the fingerprints reach, a replay decides. Every replay connection may
+ * reach a new engine, so a replay starts {@value #OVERLAP} batches before the last applied one and compares those
+ * with their fingerprints: a mismatch means a new engine, whatever its sequence numbers, and the worker is purged
+ * before the new engine's batches (fetched from its start) are applied. Held live batches that arrived before a
+ * replay request, under numbers that replay covered, are the engine's duplicates or an earlier engine's strays.
  */
 final class StreamCursor {
   static final long NONE = -1;
@@ -69,11 +70,7 @@ final class StreamCursor {
 
   /** Tunables of a cursor; an immutable value. */
   record Settings(boolean replayEnabled, long replayTimeoutNanos, long cooldownNanos, int maxBufferedBatches,
-      long maxBufferedBytes, long staleAfterNanos, long purgeAfterNanos) {
-    long duplicateWindowNanos() {
-      return Math.max(replayTimeoutNanos * 4, 10_000_000_000L);
-    }
-  }
+      long maxBufferedBytes, long staleAfterNanos, long purgeAfterNanos) {}
 
   /** A held live batch and the number of replay requests sent before it arrived. */
   private record Pending(long seq, byte[] payload, int request) {}
@@ -85,9 +82,6 @@ final class StreamCursor {
   private volatile long lastSeq = NONE;
   private final long[] fpSeq = new long[FINGERPRINTS];
   private final long[] fpValue = new long[FINGERPRINTS];
-  private long coveredFrom = NONE;
-  private long coveredTo = NONE;
-  private long coveredUntil;
 
   // Replay in flight (replayNext == NONE: none).
   private volatile long replayNext = NONE;
@@ -102,6 +96,8 @@ final class StreamCursor {
   private boolean overflowed;
   private boolean probing; // a probe for the batch before a stall is in flight
   private boolean probeAnswered;
+  private int probeAttempts;
+  private long floor; // replays start at or above it: the batch below it cannot cross the connection
   private int requests; // replay requests sent, to tell held batches received before the last one
 
   private final List<Pending> buffered = new ArrayList<>();
@@ -201,7 +197,6 @@ final class StreamCursor {
       disconnectedSince = now;
     }
     verifyNext = true; // the engine on the other side may be a new one
-    coveredUntil = now; // and what was replayed so far says nothing about the engine now there
     if (!buffered.isEmpty()) {
       // Held live batches came over the old connection; kept, they could mix with a new engine's. Those of the
       // same engine are in its ring: fetch them after the replay.
@@ -252,7 +247,7 @@ final class StreamCursor {
         duplicates++;
         return;
       }
-      if (verdict == UNKNOWN && canReplay(now)) {
+      if (verdict == UNKNOWN && canReplay(now) && lastSeq >= floor) {
         // Older than anything this cursor can compare: a late copy, or a new engine? Ask the engine.
         verifyNext = false;
         buffer(seq, payload);
@@ -271,7 +266,11 @@ final class StreamCursor {
     if ((seq > expected || verifyNext) && canReplay(now)) {
       verifyNext = false;
       buffer(seq, payload);
-      startReplay(Math.max(0, lastSeq - OVERLAP + 1), lastSeq);
+      if (lastSeq < floor) {
+        startReplay(lastSeq + 1, NONE); // nothing applied since a skip purged the worker: nothing to compare
+      } else {
+        startReplay(Math.max(0, lastSeq - OVERLAP + 1), lastSeq);
+      }
       return;
     }
     if (seq > expected) {
@@ -294,9 +293,6 @@ final class StreamCursor {
     int i = (int) (seq & (FINGERPRINTS - 1));
     if (fpSeq[i] == seq) {
       return fpValue[i] == FINGERPRINT.hashBytes(payload) ? DUPLICATE : DIFFERENT;
-    }
-    if (coveredFrom != NONE && seq >= coveredFrom && seq <= coveredTo && now - coveredUntil < 0) {
-      return DUPLICATE;
     }
     return UNKNOWN;
   }
@@ -332,6 +328,7 @@ final class StreamCursor {
   }
 
   private void request(long from) {
+    from = Math.max(from, floor); // never ask through a batch that cannot cross the connection
     replayNext = from;
     probing = false;
     send(from);
@@ -342,10 +339,16 @@ final class StreamCursor {
    * when batches were applied the request starts {@value #OVERLAP} batches before the last one to compare them.
    */
   private void resume() {
-    if (lastSeq != NONE) {
+    long from = Math.max(floor, lastSeq - OVERLAP + 1);
+    if (lastSeq != NONE && from <= lastSeq) {
       replayVerifyUpTo = lastSeq;
       replayVerified = 0;
-      request(Math.max(0, lastSeq - OVERLAP + 1));
+      request(from);
+    } else if (lastSeq != NONE) {
+      // Right after a skipped batch nothing applied can be compared, and nothing from before it is held (the skip
+      // purged it): whatever engine answers, what it sends from here on is a contiguous tail of its stream.
+      replayVerifyUpTo = NONE;
+      request(lastSeq + 1);
     } else {
       request(replayNext);
     }
@@ -361,6 +364,18 @@ final class StreamCursor {
   /** A reply whose frames or sequence number were malformed: counted, and it does not keep the replay alive. */
   void onReplayMalformed() {
     malformedReplies++;
+  }
+
+  /**
+   * A replayed batch over the message size limit arrived (the replay socket admits more than the limit, so the
+   * batches before it survive). If it is the next batch needed it is skipped as unreceivable, with one counted
+   * purge; otherwise it changes nothing, and the stall handling below still applies.
+   */
+  void onReplayOversized(long seq) {
+    if (replayNext == NONE || lastSeq == NONE || seq != lastSeq + 1 || seq < floor) {
+      return;
+    }
+    skipUnreceivable();
   }
 
   void onReplayReply(long seq, byte[] payload) {
@@ -440,6 +455,7 @@ final class StreamCursor {
       return false;
     }
     purge(PurgeReason.UNVERIFIED);
+    floor = 0; // perhaps another engine: what could not cross before says nothing about it
     replayVerifyUpTo = NONE;
     replayFirstSeq = NONE;
     request(0);
@@ -462,11 +478,6 @@ final class StreamCursor {
       return;
     }
     long now = ticker.read();
-    if (replayFirstSeq != NONE) {
-      coveredFrom = replayFirstSeq;
-      coveredTo = replayNext - 1;
-      coveredUntil = now + settings.duplicateWindowNanos();
-    }
     int batches = replayBatches;
     long end = replayNext - 1;
     replayNext = NONE;
@@ -553,6 +564,8 @@ final class StreamCursor {
     if (probing) {
       if (probeAnswered) {
         skipUnreceivable();
+      } else if (++probeAttempts < MAX_ATTEMPTS) {
+        send(lastSeq); // a fresh connection may stall its handshake (see KvEventSubscriber): ask once more
       } else {
         replayFailed("replay stalled after " + lastSeq + ", and the engine did not answer a probe for it");
       }
@@ -572,12 +585,13 @@ final class StreamCursor {
       resume();
       return;
     }
-    if (lastSeq != NONE && replayFirstSeq != NONE) {
+    if (lastSeq != NONE && lastSeq >= floor && replayFirstSeq != NONE) {
       // Asked twice without getting past the last applied batch, though this replay has delivered: probe the
       // engine by asking for that batch alone. If it comes (and is the same batch), the engine is alive and only
       // the next batch cannot reach us.
       probing = true;
       probeAnswered = false;
+      probeAttempts = 0;
       send(lastSeq);
       return;
     }
@@ -614,6 +628,7 @@ final class StreamCursor {
     long skipped = lastSeq + 1;
     purge(PurgeReason.BATCH_UNRECEIVABLE);
     lastSeq = skipped;
+    floor = skipped + 1;
     replayVerifyUpTo = NONE;
     stuckAt = NONE;
     request(skipped + 1);
@@ -636,13 +651,12 @@ final class StreamCursor {
     long last = lastSeq;
     restarts++;
     epoch++;
+    floor = 0;
     // Live batches held so far may be the old engine's; the new engine's are in its ring, which is replayed next.
     buffered.clear();
     bufferedBytes = 0;
     out.restart(last, seq, how);
     purge(PurgeReason.RESTART);
-    coveredFrom = NONE;
-    coveredTo = NONE;
   }
 
   private void purge(PurgeReason reason) {

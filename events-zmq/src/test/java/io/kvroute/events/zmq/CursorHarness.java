@@ -51,7 +51,7 @@ final class CursorHarness implements StreamCursor.Output {
   record Reply(long seq, byte[] payload) {}
 
   final FakeTicker ticker = new FakeTicker();
-  final KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
+  final KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).maxEntries(4096).build();
   final RecordingSink sink = new RecordingSink(index);
   final SourceCounters counters = new SourceCounters();
   final StreamCursor cursor;
@@ -62,6 +62,8 @@ final class CursorHarness implements StreamCursor.Output {
 
   Engine engine;
   int engines = 1;
+  /** Whether any engine of the scenario had a batch that cannot cross the connection. */
+  boolean anyUnreceivable;
   /** Sequence numbers applied since the last purge, in order. */
   final List<Long> appliedSinceReset = new ArrayList<>();
   final List<PurgeReason> purgeReasons = new ArrayList<>();
@@ -106,6 +108,7 @@ final class CursorHarness implements StreamCursor.Output {
 
   /** A payload the engine cannot deliver: over the message size limit. */
   void markUnreceivable(long seq) {
+    anyUnreceivable = true;
     engine.unreceivable.add(seq);
   }
 

@@ -154,7 +154,8 @@ class StreamCursorPropertyTest {
     List<KvEvent> expected = h.expectedEvents(start);
     assertEquals(expected, h.sink.events(CursorHarness.WORKER), "the index holds this engine's batches " + start
         + ".." + last + " and nothing else");
-    boolean lossFreePossible = replay && ring > last && engine.unreceivable.isEmpty() && h.cursor.replayFailures == 0;
+    // A skipped batch purges, and right after one the next engine's identity cannot be checked: its tail is kept.
+    boolean lossFreePossible = replay && ring > last && !h.anyUnreceivable && h.cursor.replayFailures == 0;
     if (lossFreePossible) {
       assertEquals(0, start, "loss-free state expected; purges " + h.purgeReasons + ", unreceivable "
           + engine.unreceivable + ", ring " + ring + ", last " + last);
@@ -167,7 +168,7 @@ class StreamCursorPropertyTest {
     }
     assertEquals(h.purgeReasons.size(), h.cursor.purges, "every purge is counted");
     // The index itself, against an independent one fed the engine's own events.
-    KvIndexer reference = KvIndexer.newBuilder().blockSize(CursorHarness.BLOCK).build();
+    KvIndexer reference = KvIndexer.newBuilder().blockSize(CursorHarness.BLOCK).maxEntries(4096).build();
     WorkerId w = CursorHarness.WORKER;
     reference.applyAll(w, expected);
     assertEquals(reference.entriesOf(w), h.index.entriesOf(w), "entries");

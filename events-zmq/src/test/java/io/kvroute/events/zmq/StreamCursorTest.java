@@ -44,9 +44,9 @@ class StreamCursorTest {
     assertHolds(h, 0);
   }
 
-  /** Late live copies older than the fingerprints reach are recognised by the range the replay covered. */
+  /** A late live copy older than the fingerprints reach is checked with a replay, then dropped as a duplicate. */
   @Test
-  void lateLiveCopiesOlderThanTheFingerprints_areDuplicatesWithinTheReplayedRange() {
+  void lateLiveCopyOlderThanTheFingerprints_isCheckedByAReplay_andDropped() {
     CursorHarness h = new CursorHarness(2, 20_000, true, 1L << 30);
     h.deliverLive(h.produce());
     int withheld = StreamCursor.FINGERPRINTS + 500;
@@ -55,7 +55,10 @@ class StreamCursorTest {
     }
     h.deliverLive(h.produce());
     h.serveReplay(100_000, 0, null);
-    h.deliverLive(3); // far older than the last 4,096 fingerprints, but inside the replayed range
+    h.deliverLive(3); // far older than the last 4,096 fingerprints
+    assertTrue(h.cursor.replaying(), "checks the engine");
+    h.serveReplay(100, 0, null);
+    assertFalse(h.cursor.replaying());
     assertEquals(0, h.cursor.restarts);
     assertEquals(2, h.cursor.duplicates, "the late copy and the buffered batch the replay also brought");
     assertHolds(h, 0);

@@ -12,6 +12,7 @@ import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.EventSourceListener;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.kvroute.transport.okhttp.EngineMetricsScraper;
+import io.kvroute.transport.okhttp.NoDelaySocketFactory;
 import io.kvroute.micrometer.EventSourceMetrics;
 import io.kvroute.micrometer.RouterMetrics;
 import io.kvroute.micrometer.ScrapeMetrics;
@@ -32,6 +33,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.cloud.gateway.filter.factory.GatewayFilterFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.io.ResourceLoader;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -211,14 +213,17 @@ public class KvRouteAutoConfiguration {
    *
    * @param properties the {@code kvroute.*} properties
    * @param router the router whose workers serve {@code /tokenize} when no endpoint is configured
+   * @param resources the application's resource loader, whose class loader finds {@code kvroute-tokenizers}
    * @return the tokenizer
    */
   @Bean
   @ConditionalOnMissingBean
-  public Tokenizer kvrouteTokenizer(KvRouteProperties properties, Router router) {
+  public Tokenizer kvrouteTokenizer(KvRouteProperties properties, Router router, ResourceLoader resources) {
     KvRouteProperties.TokenizerProperties t = properties.getTokenizer();
     if (t.getPath() != null) {
-      Tokenizer local = LocalTokenizerHook.load(t.getPath(), KvRouteAutoConfiguration.class.getClassLoader());
+      ClassLoader loader = resources.getClassLoader() != null ? resources.getClassLoader()
+          : KvRouteAutoConfiguration.class.getClassLoader();
+      Tokenizer local = LocalTokenizerHook.load(t.getPath(), loader);
       logger.log(INFO, () -> "kvroute: tokenizing locally with " + local);
       return local;
     }
@@ -227,7 +232,7 @@ public class KvRouteAutoConfiguration {
     if (t.getEndpoint() != null) {
       b.endpoint(t.getEndpoint());
     } else {
-      b.workers(router.workers());
+      b.router(router); // the registered workers, healthy ones first; those it cannot reach are reported
     }
     return b.build();
   }

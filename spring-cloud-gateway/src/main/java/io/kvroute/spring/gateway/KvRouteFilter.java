@@ -168,6 +168,8 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
         tokens = tokenizer.tokenizeRequest(body);
       } catch (IllegalArgumentException e) {
         throw new RoutingFailure(400, "invalid_request_body", e.getMessage(), e);
+      } catch (RoutingException e) {
+        throw failure(e); // no worker to tokenize on
       } catch (TokenizeException e) {
         int status = e.statusCode();
         if (status >= 400 && status < 500) {

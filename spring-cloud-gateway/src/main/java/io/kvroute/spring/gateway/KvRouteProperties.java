@@ -553,8 +553,8 @@ public class KvRouteProperties {
     /** The tokenize path on the server. */
     private String remotePath = "/tokenize";
 
-    /** The bound of one /tokenize call. */
-    private Duration timeout = Duration.ofSeconds(10);
+    /** The bound of one /tokenize call (a hung worker is skipped for the next after this long). */
+    private Duration timeout = Duration.ofSeconds(2);
 
     public @Nullable Path getPath() {
       return path;

@@ -12,8 +12,13 @@ import io.kvroute.transport.okhttp.OkHttpTokenizer;
 import io.kvroute.transport.okhttp.Tokenizer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 /** The auto-configuration's beans, built from properties alone (no engine is contacted: scraping is off). */
@@ -69,6 +74,25 @@ class KvRouteAutoConfigurationTest {
         });
   }
 
+  /**
+   * {@code kvroute.tokenizer.path} with kvroute-tokenizers on the classpath: its Hugging Face tokenizer, loaded
+   * locally (a four-word WordLevel tokenizer.json keeps the test fast; the module's own tests cover real models).
+   */
+  @Test
+  void theTokenizerPathLoadsTheLocalTokenizer(@TempDir Path dir) throws Exception {
+    Files.writeString(dir.resolve("tokenizer.json"), "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,"
+        + "\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Whitespace\"},"
+        + "\"post_processor\":null,\"decoder\":null,\"model\":{\"type\":\"WordLevel\",\"vocab\":{\"[UNK]\":0,"
+        + "\"route\":1,\"by\":2,\"prefix\":3},\"unk_token\":\"[UNK]\"}}");
+    runner.withPropertyValues("kvroute.tokenizer.path=" + dir).run(context -> {
+      assertThat(context).hasNotFailed();
+      Tokenizer tokenizer = context.getBean(Tokenizer.class);
+      assertThat(tokenizer.getClass().getName()).isEqualTo(LocalTokenizerHook.CLASS);
+      int[] ids = tokenizer.tokenizeRequest("{\"prompt\":\"route by prefix always\"}".getBytes(StandardCharsets.UTF_8));
+      assertThat(ids).containsExactly(1, 2, 3, 0); // the vocabulary's ids; "always" is unknown
+    });
+  }
+
   @Test
   void disabledLeavesTheGatewayAlone() {
     runner.withPropertyValues("kvroute.enabled=false").run(context -> assertThat(context)
@@ -77,9 +101,15 @@ class KvRouteAutoConfigurationTest {
 
   @Test
   void misconfigurationFailsTheStartWithTheProperty() {
-    runner.withPropertyValues("kvroute.tokenizer.path=/models/qwen3/tokenizer.json").run(context -> assertThat(
-        context).getFailure().rootCause().hasMessageContaining("kvroute.tokenizer.path")
-        .hasMessageContaining("kvroute-tokenizers"));
+    runner.withPropertyValues("kvroute.tokenizer.path=/no/such/tokenizer.json").run(context -> {
+      assertThat(context).getFailure().hasMessageContaining("kvroute.tokenizer.path /no/such/tokenizer.json could "
+          + "not be loaded");
+      assertThat(context).getFailure().rootCause().hasMessageContaining("/no/such/tokenizer.json");
+    });
+    runner.withClassLoader(new FilteredClassLoader(LocalTokenizerHook.CLASS))
+        .withPropertyValues("kvroute.tokenizer.path=/models/qwen3/tokenizer.json").run(context -> assertThat(
+            context).getFailure().rootCause().hasMessageContaining("kvroute.tokenizer.path")
+            .hasMessageContaining("kvroute-tokenizers is not on the classpath"));
     runner.withPropertyValues("kvroute.workers[1].id=127.0.0.1:1").run(context -> assertThat(context)
         .getFailure().rootCause().hasMessageContaining("kvroute.workers[1].id 127.0.0.1:1 is not unique"));
     runner.withPropertyValues("kvroute.workers[2].id=c").run(context -> assertThat(context).getFailure()

@@ -470,7 +470,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       synchronized (this) {
         for (FrameWriter w : batch) {
           if (spare.size() < MAX_SPARE_WRITERS) {
-            spare.addLast(w);
+            spare.addFirst(w); // last in, first out: the same few writers, already grown, serve every batch
           }
         }
       }

@@ -203,7 +203,7 @@ class NatsLoadSyncTest {
     a.sync.close();
     await(5, "b drops a on goodbye", () -> b.seenTotal() == 0);
     assertTrue(System.nanoTime() - t0 < TTL.toNanos(), "a goodbye is faster than the TTL");
-    assertTrue(b.events.contains("left a goodbye"), b.events.toString());
+    await(5, "b's listener hears of the goodbye: " + b.events, () -> b.events.contains("left a goodbye"));
 
     // A replica in its own JVM, killed with SIGKILL: no goodbye, only the TTL.
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
@@ -223,7 +223,7 @@ class NatsLoadSyncTest {
     long killedAt = System.nanoTime();
     child.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
     long took = await(10, "the killed replica's load expires", () -> b.seenTotal() == 0);
-    assertTrue(b.events.contains("left doomed expired"), b.events.toString());
+    await(5, "b's listener hears of the expiry: " + b.events, () -> b.events.contains("left doomed expired"));
     double seconds = (System.nanoTime() - killedAt) / 1e9;
     System.out.printf("killed replica: its load gone %.2f s after SIGKILL (TTL %d ms)%n", seconds, TTL.toMillis());
     // Expiry comes at most one TTL after the last heartbeat heard, which was before the kill; allow scheduling slack.
@@ -270,7 +270,7 @@ class NatsLoadSyncTest {
     }
     assertTrue(took < 5000, "recovered in " + took + " ms");
     System.out.println("server restart: views exact again " + took + " ms after the server came back");
-    assertTrue(a.events.contains("disconnected"));
+    await(5, "a's listener heard of the disconnect", () -> a.events.contains("disconnected"));
   }
 
   @Test
@@ -290,7 +290,7 @@ class NatsLoadSyncTest {
     await(5, "c is alone", () -> c.seenTotal() == 2 && !c.sync.isConnected());
     long took = await(TTL.toMillis() / 1000.0 + 2, "a and b drop c within the TTL",
         () -> a.seenTotal() == 1 && b.seenTotal() == 1);
-    assertTrue(a.events.contains("left c expired"), a.events.toString());
+    await(5, "a's listener hears of c's expiry: " + a.events, () -> a.events.contains("left c expired"));
     c.book(prompt(4, 64)); // booked while isolated
     b.book(prompt(5, 64));
     await(5, "a sees b's new booking", () -> a.seenTotal() == 2);
@@ -334,47 +334,34 @@ class NatsLoadSyncTest {
     assertEquals(a.seenOn(W0), late.seenOn(W0));
   }
 
-  /** Bytes the calling thread allocates per select-firstToken-close, after warm-up. */
-  private static double allocatedPerSelect(Router router, int[][] prompts) {
-    com.sun.management.ThreadMXBean mx =
-        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
-    long thread = Thread.currentThread().getId();
-    int n = 10_000;
-    double least = Double.MAX_VALUE;
-    for (int round = 0; round < 6; round++) { // the first rounds grow buffers and warm up; keep the least
-      long before = mx.getThreadAllocatedBytes(thread);
-      for (int i = 0; i < n; i++) {
-        try (Routing r = router.select(prompts[i & 63])) {
-          r.firstToken();
-        }
-      }
-      least = Math.min(least, (double) (mx.getThreadAllocatedBytes(thread) - before) / n);
-    }
-    return least;
-  }
-
+  /**
+   * The port's three hooks, as the router calls them for each request, allocate nothing on the selecting thread
+   * once warm: deltas are appended to reused frame buffers and the open-booking entries are recycled. (Measured on
+   * the hooks themselves: a whole select's allocation varies with what the JIT's escape analysis removes.)
+   */
   @Test
-  void sharingAddsNoAllocationToTheSelectingThread() throws Exception {
+  void theHooksAllocateNothingOnTheSelectingThread() throws Exception {
     Replica a = replica("a", RouterPolicy.kvAware(), NATS.server().url());
     Replica b = replica("b", RouterPolicy.kvAware(), NATS.server().url());
     awaitMesh(5);
-    int[][] prompts = new int[64][];
-    for (int i = 0; i < prompts.length; i++) {
-      prompts[i] = prompt(i, 2048);
+    com.sun.management.ThreadMXBean mx =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    long thread = Thread.currentThread().getId();
+    long[] hashes = new SplittableRandom(3).longs(128).toArray();
+    int n = 10_000;
+    long id = 1_000_000;
+    double least = Double.MAX_VALUE;
+    for (int round = 0; round < 6; round++) { // the first rounds grow buffers; keep the least
+      long before = mx.getThreadAllocatedBytes(thread);
+      for (int i = 0; i < n; i++, id++) {
+        a.sync.booked(id, i % 2 == 0 ? W0 : W1, 2048, hashes, 128, false);
+        a.sync.firstToken(id);
+        a.sync.closed(id);
+      }
+      least = Math.min(least, (double) (mx.getThreadAllocatedBytes(thread) - before) / n);
     }
-    Router alone = Router.newBuilder().policy(RouterPolicy.kvAware()).randomSeed(1).build();
-    alone.addWorker(Worker.of(W0));
-    alone.addWorker(Worker.of(W1));
-    for (Router r : List.of(alone, a.router)) { // as with a live event subscriber: no predictions, plain bookings
-      r.reportEventStream(W0, io.kvroute.EventStreamState.LIVE);
-      r.reportEventStream(W1, io.kvroute.EventStreamState.LIVE);
-    }
-    double base = allocatedPerSelect(alone, prompts);
-    double shared = allocatedPerSelect(a.router, prompts);
-    // The hooks append to reused buffers and recycle their bookkeeping: nothing beyond noise per call.
-    assertTrue(shared - base < 16, "sharing adds " + (shared - base) + " B per select (" + base + " without)");
-    System.out.printf("allocation per select on the selecting thread: %.1f B alone, %.1f B with sharing%n", base,
-        shared);
+    System.out.printf("allocation per booking's three hooks on the calling thread: %.2f B%n", least);
+    assertTrue(least < 8, least + " B per booking");
     await(5, "b saw a's bookings come and go", () -> b.remoteOpen() == 0
         && b.sync.stats().peers().getOrDefault("a", 0L) >= a.sync.stats().sequence());
   }

@@ -128,7 +128,8 @@ public final class EngineMetricsScraper implements AutoCloseable {
       Dispatcher dispatcher = new Dispatcher();
       dispatcher.setMaxRequests(256);
       dispatcher.setMaxRequestsPerHost(256); // workers often share a host (data-parallel ranks, loopback tests)
-      this.client = new OkHttpClient.Builder().dispatcher(dispatcher).callTimeout(timeout).build();
+      this.client = new OkHttpClient.Builder().dispatcher(dispatcher).socketFactory(new NoDelaySocketFactory())
+          .callTimeout(timeout).build();
       this.ownsClient = true;
     }
     if (b.executor != null) {

@@ -1,5 +1,7 @@
 package io.kvroute.transport.okhttp;
 
+import io.kvroute.openai.Json;
+import io.kvroute.openai.JsonException;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -102,7 +104,7 @@ final class FirstTokenDetector {
     Object parsed;
     try {
       parsed = Json.parse(trimmed);
-    } catch (Json.JsonException e) {
+    } catch (JsonException e) {
       return true;
     }
     if (!(parsed instanceof Map<?, ?> event)) {

@@ -9,12 +9,16 @@ import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
+import io.kvroute.openai.Json;
+import io.kvroute.openai.JsonException;
+import io.kvroute.openai.OpenAiRequest;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -106,7 +110,7 @@ public final class OkHttpTokenizer implements Tokenizer {
       Dispatcher dispatcher = new Dispatcher();
       dispatcher.setMaxRequests(256);
       dispatcher.setMaxRequestsPerHost(64); // a hung worker's calls must not queue the healthy ones' behind them
-      base = new OkHttpClient.Builder().dispatcher(dispatcher).build();
+      base = new OkHttpClient.Builder().dispatcher(dispatcher).socketFactory(new NoDelaySocketFactory()).build();
     }
     this.client = base.newBuilder().callTimeout(b.timeout).build();
     this.hedgeDelayNanos = b.hedgeDelay.toNanos();
@@ -167,11 +171,11 @@ public final class OkHttpTokenizer implements Tokenizer {
     Map<String, String> members;
     try {
       members = Json.rawMembers(Json.decodeUtf8(requestBody, 0, requestBody.length));
-    } catch (Json.JsonException e) {
+    } catch (JsonException e) {
       throw new IllegalArgumentException("the request body is not a valid JSON object: " + e.getMessage(), e);
     }
     String rawModel = members.get("model");
-    String model = rawModel == null ? null : OpenAiBodies.model(Json.parse(rawModel));
+    String model = rawModel == null ? null : modelName(Json.parse(rawModel));
     String prompt = members.get("prompt");
     String messages = members.get("messages");
     if ((prompt == null) == (messages == null)) {
@@ -186,7 +190,7 @@ public final class OkHttpTokenizer implements Tokenizer {
       if (value instanceof List<?> list && list.size() == 1 && list.get(0) instanceof String) {
         prompt = Json.quote((String) list.get(0));
       } else if (!(value instanceof String)) {
-        return OpenAiBodies.tokenIds(value);
+        return OpenAiRequest.of(Collections.singletonMap("prompt", value)).completionPrompt().tokens();
       }
       json.append("\"prompt\":").append(prompt);
       String special = members.get("add_special_tokens");
@@ -442,12 +446,19 @@ public final class OkHttpTokenizer implements Tokenizer {
     return parseTokens(source.readByteArray());
   }
 
+  private static @Nullable String modelName(@Nullable Object model) {
+    if (model != null && !(model instanceof String)) {
+      throw new IllegalArgumentException("model must be a string but was " + Json.write(model));
+    }
+    return (String) model;
+  }
+
   /** Reads {@code {"tokens": [...], "count": N, ...}} strictly. */
   static int[] parseTokens(byte[] body) throws TokenizeException {
     Object parsed;
     try {
       parsed = Json.parse(body);
-    } catch (Json.JsonException e) {
+    } catch (JsonException e) {
       throw new TokenizeException("the tokenize response is not valid JSON: " + e.getMessage(), -1, e);
     }
     if (!(parsed instanceof Map<?, ?> map)) {
@@ -485,7 +496,7 @@ public final class OkHttpTokenizer implements Tokenizer {
           return detail;
         }
       }
-    } catch (Json.JsonException ignored) {
+    } catch (JsonException ignored) {
       // not JSON: the text itself below
     }
     String text = new String(body, StandardCharsets.UTF_8).strip();

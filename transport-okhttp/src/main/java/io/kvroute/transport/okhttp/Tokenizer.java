@@ -1,6 +1,8 @@
 package io.kvroute.transport.okhttp;
 
+import io.kvroute.openai.OpenAiRequest;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -44,13 +46,18 @@ public interface Tokenizer {
    * @throws IOException if the tokenizer fails
    */
   default int[] tokenizeRequest(byte[] requestBody) throws IOException {
-    OpenAiBodies.Prompt prompt = OpenAiBodies.prompt(requestBody);
+    OpenAiRequest request = OpenAiRequest.parse(requestBody);
+    OpenAiRequest.Prompt prompt = request.prompt();
     if (prompt.tokens() != null) {
       return prompt.tokens();
     }
     if (prompt.text() != null) {
-      return tokenize(prompt.model(), prompt.text());
+      return tokenize(request.model(), prompt.text());
     }
-    return tokenizeChat(prompt.model(), prompt.messages());
+    List<ChatMessage> messages = new ArrayList<>();
+    for (io.kvroute.openai.ChatMessage m : prompt.messages()) {
+      messages.add(new ChatMessage(m.role(), m.content()));
+    }
+    return tokenizeChat(request.model(), messages);
   }
 }

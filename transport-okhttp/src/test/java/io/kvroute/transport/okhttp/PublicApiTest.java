@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 class PublicApiTest {
   private static final Path API_FILE = Path.of("api/kvroute-transport-okhttp.txt");
   private static final Set<String> ALLOWED_IMPORT_PREFIXES = Set.of("java.", "io.kvroute.", "okhttp3.", "okio.",
-      "org.jspecify.annotations.", "com.sun.net.httpserver."); // the last: the JDK's jdk.httpserver module
+      "org.jspecify.annotations.", "com.sun.net.httpserver.", // the JDK's jdk.httpserver module
+      "javax.net."); // the JDK's socket factories
 
   @Test
   void publicApiMatchesTheCheckedInDump() throws IOException {

@@ -2,35 +2,54 @@ package io.kvroute.transport.okhttp;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-class OpenAiBodiesTest {
-  private static OpenAiBodies.Prompt prompt(String json) {
-    return OpenAiBodies.prompt(json.getBytes(StandardCharsets.UTF_8));
+/**
+ * How request bodies and tokenize responses are read: {@link Tokenizer#tokenizeRequest}'s default (kvroute-openai-wire's
+ * {@code OpenAiRequest} underneath) and {@link OkHttpTokenizer}'s strict response parsing.
+ */
+class RequestBodiesTest {
+  /** Records what the default {@code tokenizeRequest} asks for; answers with the text's length. */
+  private static final class Recording implements Tokenizer {
+    final List<String> calls = new ArrayList<>();
+
+    @Override
+    public int[] tokenize(@Nullable String model, String prompt) {
+      calls.add("text " + model + " " + prompt);
+      return new int[prompt.length()];
+    }
+
+    @Override
+    public int[] tokenizeChat(@Nullable String model, List<ChatMessage> messages) {
+      calls.add("chat " + model + " " + messages);
+      return new int[messages.size()];
+    }
+  }
+
+  private static int[] tokenize(Recording tokenizer, String json) throws Exception {
+    return tokenizer.tokenizeRequest(json.getBytes(StandardCharsets.UTF_8));
   }
 
   @Test
-  void readsEveryPromptShape() {
-    OpenAiBodies.Prompt text = prompt("{\"model\":\"m\",\"prompt\":\"hello world\",\"max_tokens\":3}");
-    assertEquals("m", text.model());
-    assertEquals("hello world", text.text());
-    assertNull(text.tokens());
-    assertEquals("one", prompt("{\"prompt\":[\"one\"]}").text());
-    assertArrayEquals(new int[] {1, 2, 3}, prompt("{\"prompt\":[1,2,3]}").tokens());
-    assertArrayEquals(new int[] {4, 5}, prompt("{\"prompt\":[[4,5]]}").tokens());
-    OpenAiBodies.Prompt chat = prompt("{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+  void theDefaultTokenizeRequestReadsEveryPromptShape() throws Exception {
+    Recording t = new Recording();
+    assertEquals(11, tokenize(t, "{\"model\":\"m\",\"prompt\":\"hello world\",\"max_tokens\":3}").length);
+    assertEquals(3, tokenize(t, "{\"prompt\":[\"one\"]}").length);
+    assertArrayEquals(new int[] {1, 2, 3}, tokenize(t, "{\"prompt\":[1,2,3]}"));
+    assertArrayEquals(new int[] {4, 5}, tokenize(t, "{\"prompt\":[[4,5]]}"));
+    tokenize(t, "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
         + "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},"
         + "{\"role\":\"assistant\",\"content\":null}]}");
-    assertNull(chat.model());
-    assertEquals(List.of(ChatMessage.system("be brief"), ChatMessage.user("a\nb"), ChatMessage.assistant("")),
-        chat.messages());
+    assertEquals(List.of("text m hello world", "text null one", "chat null " + List.of(ChatMessage.system("be brief"),
+        ChatMessage.user("a\nb"), ChatMessage.assistant(""))), t.calls);
   }
 
   @ParameterizedTest
@@ -41,7 +60,9 @@ class OpenAiBodiesTest {
       "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{}}]}]}",
       "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "{\"model\":1,\"prompt\":\"x\"}", "{\"prompt\":\"x\",}"})
   void refusesWhatCannotBeRouted(String body) {
-    assertThrows(IllegalArgumentException.class, () -> prompt(body), body);
+    Recording t = new Recording();
+    assertThrows(IllegalArgumentException.class, () -> tokenize(t, body), body);
+    assertEquals(List.of(), t.calls);
   }
 
   @Test

@@ -1,4 +1,4 @@
-package io.kvroute.spring.gateway;
+package io.kvroute.transport.okhttp;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,0 +1,432 @@
+package io.kvroute;
+
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * {@link RouterPolicy#predictedTtft}: the worker with the lowest predicted time to first token plus the price of the
+ * warm cache its placement would evict, among workers within bounded loads; thread-safe (selection and the outcome
+ * callbacks synchronize on the policy; the router calls {@link #select} one at a time anyway).
+ *
+ * <p>Per candidate {@code i}, in nanoseconds:
+ * <pre>{@code
+ * ttft_i  = a_i + b_i x (queued prefill tokens_i + this request's uncached tokens at i) + memoryWait_i
+ * price_i = evictionPrice x b_i x blockSize x duplicatedBlocks_i x fullness_i
+ * }</pre>
+ * <ul>
+ *   <li>{@code a_i, b_i}: fitted online to the worker's observed first-token times by least squares over an
+ *       exponential window, shrunk towards the fleet's fit while the worker has few observations. The fit also has a
+ *       term per active request (decode steps lengthen every step) so that {@code b} is the prefill speed alone; the
+ *       cost leaves that term out, because in overload it mostly measures memory waits, which {@code memoryWait}
+ *       and the load bound already count.
+ *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
+ *       until enough of them finish (they finish at about {@code active / serviceTime}). The cache size is the
+ *       largest cached tree seen before the tree shrank (an eviction); the pinned blocks are the router's bookings
+ *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
+ *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
+ *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
+ *       the worker (unique tails are freed first by the engine and evict nothing warm).
+ * </ul>
+ * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
+ * request's own prefill there is passed over (no request waits for a cache longer than using it saves); so is one
+ * whose queued prefill time exceeds {@code (1 + loadSlack)} times the mean plus one cold prefill (bounded loads in
+ * time); and so is one whose active requests would exceed {@code ceil((1 + loadSlack) x speed share x all active)}
+ * (bounded loads in requests, as in Mirrokni, Thorup and Zadimoghaddam), but only while some worker under its bound
+ * could take the request without evicting a warm prefix, so balance never costs the cache. Among the rest the cost
+ * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
+ * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
+ * Costs closer than one engine step (the smallest fitted {@code a}) tie, and ties go to the worker that took the
+ * fewest new prefixes lately, then by rendezvous hash of the prefix.
+ */
+final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
+  private static final double PLACEMENT_DECAY = 0.98;
+  static final int MAX_PREFIXES = 4096;
+  /** Pseudo-observations of the fleet's fit a worker's own fit is blended with. */
+  private static final double PRIOR_WEIGHT = 8;
+
+  private final PredictedTtftConfig config;
+  private final double keep;
+  private final Map<WorkerId, Model> models = new HashMap<>();
+  private final PlacementCounts placements = new PlacementCounts(PLACEMENT_DECAY);
+  private final Model fleet = new Model();
+
+  PredictedTtftPolicy(PredictedTtftConfig config) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.keep = 1 - 1.0 / config.learningWindow();
+  }
+
+  /**
+   * What the policy has learned about one worker (or the whole fleet); guarded by the policy.
+   *
+   * <p>First-token time is fitted as {@code y = a + b x + d z} by least squares over an exponential window, where
+   * {@code x} is the prompt tokens to prefill before the first token (queued plus own uncached) and {@code z} the
+   * requests active on the worker (each decoding sequence lengthens every engine step, the prefill's included).
+   */
+  static final class Model {
+    double n;
+    double sx;
+    double sz;
+    double sy;
+    double sxx;
+    double szz;
+    double sxz;
+    double sxy;
+    double szy;
+    // The fit, refreshed on each observation; NaN until there are enough of them.
+    double a = Double.NaN;
+    double b = Double.NaN;
+    double d = Double.NaN;
+    double serviceNanos = Double.NaN;
+    double footprint = 1; // engine-reported pinned blocks over the router's booked blocks
+    long lastLoadAt = Long.MIN_VALUE;
+    long maxCached;
+    boolean filled;
+    long lastSeen;
+    /**
+     * The shared prefixes routed here, least recently used first, by the sequence hash of their last shared block,
+     * with their length in blocks: an LRU model of the warm part of the worker's cache (unique tails are freed
+     * first by the engine and are not tracked). Bounded by the cache size in blocks and {@link #MAX_PREFIXES}.
+     */
+    final java.util.LinkedHashMap<Long, int[]> warm = new java.util.LinkedHashMap<>(16, 0.75f, true);
+    long warmBlocks;
+
+    void touchWarm(long key, int blocks, long capacity) {
+      int[] e = warm.get(key);
+      if (e == null) {
+        warm.put(key, new int[] {blocks});
+        warmBlocks += blocks;
+      } else if (e[0] < blocks) {
+        warmBlocks += blocks - e[0];
+        e[0] = blocks;
+      }
+      Iterator<int[]> it = warm.values().iterator();
+      while (it.hasNext() && (warmBlocks > capacity || warm.size() > MAX_PREFIXES)) {
+        warmBlocks -= it.next()[0];
+        it.remove();
+      }
+    }
+
+    void observe(double x, double z, double y, double keep) {
+      n = n * keep + 1;
+      sx = sx * keep + x;
+      sz = sz * keep + z;
+      sy = sy * keep + y;
+      sxx = sxx * keep + x * x;
+      szz = szz * keep + z * z;
+      sxz = sxz * keep + x * z;
+      sxy = sxy * keep + x * y;
+      szy = szy * keep + z * y;
+      fit();
+    }
+
+    private void fit() {
+      if (n < 3) {
+        return;
+      }
+      // Centred normal equations for (b, d); a from the means.
+      double mx = sx / n;
+      double mz = sz / n;
+      double my = sy / n;
+      double cxx = sxx / n - mx * mx;
+      double czz = szz / n - mz * mz;
+      double cxz = sxz / n - mx * mz;
+      double cxy = sxy / n - mx * my;
+      double czy = szy / n - mz * my;
+      double det = cxx * czz - cxz * cxz;
+      double fb = Double.NaN;
+      double fd = 0;
+      if (det > 1e-9 * (cxx * czz + 1e-30)) {
+        fb = (cxy * czz - czy * cxz) / det;
+        fd = (czy * cxx - cxy * cxz) / det;
+      }
+      if (!(fb > 0) || !(fd >= 0)) {
+        fd = 0; // one regressor: tokens only
+        fb = cxx > 1e-9 * (mx * mx + 1) ? cxy / cxx : Double.NaN;
+        if (!(fb > 0)) {
+          fb = mx > 0 ? my / mx : Double.NaN; // one load level seen: time per token through the origin
+        }
+      }
+      if (!(fb > 0)) {
+        return;
+      }
+      b = fb;
+      d = fd;
+      a = Math.max(0, my - fb * mx - fd * mz);
+    }
+
+    /** {@code own} blended with {@code prior} by this model's weight; whichever exists if only one does. */
+    double blend(double own, double prior) {
+      if (Double.isNaN(own)) {
+        return prior;
+      }
+      return Double.isNaN(prior) ? own : (n * own + PRIOR_WEIGHT * prior) / (n + PRIOR_WEIGHT);
+    }
+  }
+
+  @Override
+  public synchronized int select(Candidates c) {
+    int n = c.size();
+    long sweep = ++selections;
+    int blockSize = c.blockSize();
+    int maxHitBlocks = c.requestTokens() > 0 ? (c.requestTokens() - 1) / blockSize : 0;
+    double bestHit = 0;
+    for (int i = 0; i < n; i++) {
+      bestHit = Math.max(bestHit, hit(c, i, maxHitBlocks));
+    }
+    // The fleet's fit, the prior of every worker's own.
+    // Nothing observed yet: costs in token units (b = 1), which compare the same way.
+    double fleetSlope = Double.isNaN(fleet.b) ? 1 : fleet.b;
+    double fleetIntercept = Double.isNaN(fleet.a) ? 0 : fleet.a;
+    double minIntercept = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      Model m = model(c.worker(i).id(), sweep);
+      long cached = c.cachedBlocks(i);
+      if (cached < m.maxCached) {
+        m.filled = true; // the tree shrank: the engine evicted, so its largest tree is its capacity
+      }
+      m.maxCached = Math.max(m.maxCached, cached);
+      learnFootprint(c, i, m);
+      minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
+    }
+    double tolerance = Double.isFinite(minIntercept) ? minIntercept : 0;
+    if (costs.length < n) {
+      costs = new double[Math.max(n, costs.length * 2)];
+      ttfts = new double[costs.length];
+      owns = new double[costs.length];
+      fulls = new double[costs.length];
+      overs = new boolean[costs.length];
+    }
+    double minTtft = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      Model m = models.get(c.worker(i).id());
+      cost(c, i, m, m.blend(m.b, fleetSlope), m.blend(m.a, fleetIntercept), maxHitBlocks, bestHit);
+      minTtft = Math.min(minTtft, ttfts[i]);
+    }
+    double totalWork = 0;
+    for (int i = 0; i < n; i++) {
+      totalWork += ttfts[i] - owns[i];
+    }
+    double meanWork = totalWork / n;
+    // Bounded loads in requests (Mirrokni et al.), by learned speed share, enforced only where balancing is free:
+    // when some worker under its bound can take the request without evicting anything.
+    long totalActive = 1;
+    double totalSpeed = 0;
+    for (int i = 0; i < n; i++) {
+      totalActive += c.activeRequests(i);
+      Model m = models.get(c.worker(i).id());
+      totalSpeed += 1 / m.blend(m.b, fleetSlope);
+    }
+    double roomTtft = Double.POSITIVE_INFINITY; // the lowest TTFT among workers under the bound with room
+    for (int i = 0; i < n; i++) {
+      Model m = models.get(c.worker(i).id());
+      double share = (1 / m.blend(m.b, fleetSlope)) / totalSpeed;
+      overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive);
+      if (!overs[i] && fulls[i] == 0) {
+        roomTtft = Math.min(roomTtft, ttfts[i]);
+      }
+    }
+    int best = -1;
+    double bestCost = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      Model m = models.get(c.worker(i).id());
+      double coldOwn = m.blend(m.a, fleetIntercept) + m.blend(m.b, fleetSlope) * c.requestTokens();
+      // A request never waits for a cache longer than its own prefill there takes (so its TTFT stays within its own
+      // prefill time of the latency-greedy choice's), and a worker whose queued work exceeds the bound (in time, by
+      // its learned speed) is passed over.
+      boolean eligible = ttfts[i] <= minTtft + owns[i]
+          && ttfts[i] - owns[i] <= (1 + config.loadSlack()) * meanWork + coldOwn
+          && !(overs[i] && roomTtft - ttfts[i] <= config.loadSlack() * serviceNanos(m));
+      c.recordCost(i, eligible ? costs[i] : Double.POSITIVE_INFINITY);
+      if (eligible && costs[i] < bestCost) {
+        bestCost = costs[i];
+        best = i;
+      }
+    }
+    boolean anyEligible = best >= 0;
+    if (best < 0) {
+      for (int i = 0; i < n; i++) {
+        c.recordCost(i, costs[i]);
+        if (costs[i] < bestCost) {
+          bestCost = costs[i];
+          best = i;
+        }
+      }
+    }
+    // Ties (within one engine step) go to the worker that took the fewest new prefixes, then by rendezvous hash.
+    int blocks = c.requestBlocks();
+    long key = blocks == 0 ? 0 : c.sequenceHash(Math.min(8, blocks) - 1);
+    int choice = best;
+    double choicePlaced = placements.get(c.worker(best).id());
+    long choiceScore = rendezvous(key, c.worker(best).id());
+    for (int i = 0; i < n; i++) {
+      if (i == best || !(costs[i] <= bestCost + tolerance)
+          || (anyEligible && c.cost(i) == Double.POSITIVE_INFINITY)) {
+        continue;
+      }
+      double placed = placements.get(c.worker(i).id());
+      long score = rendezvous(key, c.worker(i).id());
+      if (placed < choicePlaced - 1e-9
+          || (Math.abs(placed - choicePlaced) <= 1e-9 && Long.compareUnsigned(score, choiceScore) > 0)) {
+        choice = i;
+        choicePlaced = placed;
+        choiceScore = score;
+      }
+    }
+    int shared = (int) Math.max(bestHit, hit(c, choice, maxHitBlocks));
+    if (shared > 0) {
+      Model chosen = models.get(c.worker(choice).id());
+      chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
+    }
+    if (blocks > 0 && 2 * hit(c, choice, maxHitBlocks) < blocks) {
+      placements.forgetAllBut(c);
+      placements.record(c.worker(choice).id());
+    }
+    if (models.size() > 2 * n + 8) {
+      forgetDeparted(sweep);
+    }
+    return choice;
+  }
+
+  private double[] costs = new double[8];
+  private double[] ttfts = new double[8];
+  private double[] owns = new double[8];
+  private double[] fulls = new double[8];
+  private boolean[] overs = new boolean[8];
+  private long selections;
+
+  private double cost(Candidates c, int i, Model m, double slope, double intercept, int maxHitBlocks,
+      double bestHit) {
+    int blockSize = c.blockSize();
+    double hit = hit(c, i, maxHitBlocks);
+    double uncached = Math.max(0, c.requestTokens() - hit * blockSize);
+    int active = c.activeRequests(i);
+    double own = intercept + slope * uncached;
+    double ttft = own + slope * c.prefillTokens(i);
+    if (m.filled && !Double.isNaN(m.serviceNanos)) {
+      // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
+      // finish; they finish at about active / service time per nanosecond.
+      double pinned = c.decodeBlocks(i) * m.footprint;
+      double over = pinned - m.maxCached;
+      if (over > 0) {
+        double perRequest = pinned / (active + 1);
+        ttft += over / perRequest * m.serviceNanos / Math.max(1, active);
+      }
+    }
+    double price = 0;
+    double duplicated = bestHit - hit;
+    double fullness = 0;
+    if (m.filled && duplicated > 0) {
+      // Copying the shared prefix here evicts warm prefixes only beyond the cache's room for them.
+      fullness = Math.min(1, Math.max(0, (m.warmBlocks + duplicated - m.maxCached) / duplicated));
+    }
+    fulls[i] = fullness;
+    if (duplicated > 0) {
+      price = config.evictionPrice() * slope * blockSize * duplicated * fullness;
+    }
+    ttfts[i] = ttft;
+    owns[i] = own;
+    costs[i] = ttft + price;
+    return costs[i];
+  }
+
+  /**
+   * Learns how many blocks the engine pins per block the router booked (output tokens and partial blocks, which the
+   * router does not book, make it above 1), from each new engine report younger than a request's service time.
+   */
+  private void learnFootprint(Candidates c, int i, Model m) {
+    EngineLoad load = c.engineLoad(i);
+    if (load == null || load.observedAtNanos() == m.lastLoadAt || !m.filled || Double.isNaN(m.serviceNanos)) {
+      return;
+    }
+    m.lastLoadAt = load.observedAtNanos();
+    if (c.nowNanos() - load.observedAtNanos() > m.serviceNanos) {
+      return; // the requests active then are mostly gone
+    }
+    long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i)); // without this request
+    if (booked <= c.requestBlocks()) {
+      return; // too little booked for a meaningful ratio
+    }
+    double observed = load.kvCacheUsage() * m.maxCached / booked;
+    observed = Math.max(1, Math.min(4, observed));
+    m.footprint += (observed - m.footprint) / config.learningWindow() * 8;
+  }
+
+  /** The worker's mean request duration, or 0 (no balancing moves) before one has completed. */
+  private static double serviceNanos(Model m) {
+    return Double.isNaN(m.serviceNanos) ? 0 : m.serviceNanos;
+  }
+
+  /** Blocks candidate {@code i} can serve from cache: held or being computed there, at most all but the last token. */
+  private double hit(Candidates c, int i, int maxHitBlocks) {
+    int gpu = Math.max(c.gpuOverlapBlocks(i), c.activeOverlapBlocks(i));
+    int any = Math.max(c.overlapBlocks(i), gpu);
+    return Math.min(maxHitBlocks, gpu + config.hostOverlapCredit() * (any - gpu));
+  }
+
+  private Model model(WorkerId id, long sweep) {
+    Model m = models.get(id);
+    if (m == null) {
+      m = new Model();
+      models.put(id, m);
+    }
+    m.lastSeen = sweep;
+    return m;
+  }
+
+  /**
+   * Forgets workers that are not among this selection's candidates; called only once they could make up half the
+   * models, so it costs amortised O(1) per selection and the models stay O(live workers).
+   */
+  private void forgetDeparted(long sweep) {
+    models.values().removeIf(m -> m.lastSeen != sweep);
+  }
+
+  private static long rendezvous(long key, WorkerId worker) {
+    long h = key ^ worker.hashCode() * 0x9E3779B97F4A7C15L;
+    h ^= h >>> 33;
+    h *= 0xff51afd7ed558ccdL;
+    h ^= h >>> 33;
+    h *= 0xc4ceb9fe1a85ec53L;
+    return h ^ (h >>> 33);
+  }
+
+  @Override
+  public synchronized void onFirstToken(Routing routing, long elapsedNanos) {
+    Model m = models.get(routing.workerId());
+    if (m == null || elapsedNanos < 0) {
+      return;
+    }
+    double x = routing.queuedPrefillTokens() + routing.bookedPrefillTokens;
+    double z = routing.activeAtAdmission();
+    m.observe(x, z, elapsedNanos, keep);
+    fleet.observe(x, z, elapsedNanos, 1 - 1.0 / (config.learningWindow() * 8.0));
+  }
+
+  @Override
+  public synchronized void onClosed(Routing routing, long elapsedNanos) {
+    Model m = models.get(routing.workerId());
+    if (m == null || elapsedNanos < 0) {
+      return;
+    }
+    m.serviceNanos = Double.isNaN(m.serviceNanos) ? elapsedNanos
+        : m.serviceNanos + (elapsedNanos - m.serviceNanos) / config.learningWindow();
+  }
+
+  /** Workers the policy keeps a model of, for tests. */
+  synchronized int trackedWorkers() {
+    return models.size();
+  }
+
+  /** The learned nanoseconds per prompt token of a worker, NaN if unknown; for tests. */
+  synchronized double learnedSlope(WorkerId worker) {
+    Model m = models.get(worker);
+    return m == null ? Double.NaN : m.b;
+  }
+
+  @Override
+  public String name() {
+    return "predictedTtft";
+  }
+}
