@@ -163,8 +163,8 @@ public class KvRouteProperties {
   }
 
   /**
-   * Sets the {@code kvroute.booking-timeout} property; an invalid value is rejected with an {@link
-   * IllegalArgumentException} naming the property.
+   * Sets the {@code kvroute.booking-timeout} property; an invalid value is rejected with an
+   * {@link IllegalArgumentException} naming the property.
    *
    * @param bookingTimeout how long a request's booked load is kept when it is never released (a safety net for lost
    *     handles); must be positive
@@ -185,8 +185,8 @@ public class KvRouteProperties {
   }
 
   /**
-   * Sets the {@code kvroute.max-index-entries} property; an invalid value is rejected with an {@link
-   * IllegalArgumentException} naming the property.
+   * Sets the {@code kvroute.max-index-entries} property; an invalid value is rejected with an
+   * {@link IllegalArgumentException} naming the property.
    *
    * @param maxIndexEntries the most block entries the KV index holds before it evicts the least recently stored ones;
    *     must be positive
@@ -224,8 +224,8 @@ public class KvRouteProperties {
   }
 
   /**
-   * Sets the {@code kvroute.max-prompt-tokens} property; an invalid value is rejected with an {@link
-   * IllegalArgumentException} naming the property.
+   * Sets the {@code kvroute.max-prompt-tokens} property; an invalid value is rejected with an
+   * {@link IllegalArgumentException} naming the property.
    *
    * @param maxPromptTokens prompts longer than this many tokens are refused with 400 before selection; must be positive
    */
@@ -244,8 +244,8 @@ public class KvRouteProperties {
   }
 
   /**
-   * Sets the {@code kvroute.max-request-body} property; an invalid value is rejected with an {@link
-   * IllegalArgumentException} naming the property.
+   * Sets the {@code kvroute.max-request-body} property; an invalid value is rejected with an
+   * {@link IllegalArgumentException} naming the property.
    *
    * @param maxRequestBody the most bytes of a request body the filter reads to tokenize it; larger bodies get 413; must
    *     be in [1B, 2GB)
@@ -267,8 +267,8 @@ public class KvRouteProperties {
   }
 
   /**
-   * Sets the {@code kvroute.max-attempts} property; an invalid value is rejected with an {@link
-   * IllegalArgumentException} naming the property.
+   * Sets the {@code kvroute.max-attempts} property; an invalid value is rejected with an
+   * {@link IllegalArgumentException} naming the property.
    *
    * @param maxAttempts how many workers one request may try when a worker refuses the connection (so the request never
    *     reached it); 1 disables fail-over; must be in [1, 16]
@@ -393,8 +393,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.health.eject-after-failures} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.health.eject-after-failures} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param ejectAfterFailures how many consecutive failures eject a worker; must be positive
      */
@@ -413,8 +413,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.health.initial-backoff} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.health.initial-backoff} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param initialBackoff how long an ejected worker stays out before one request probes it, after its first
      *     ejection; must be positive
@@ -435,8 +435,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.health.max-backoff} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.health.max-backoff} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param maxBackoff the longest backoff; it doubles with each ejection in a row up to this; must be positive
      */
@@ -480,8 +480,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.workers[].id} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.workers[].id} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param id the worker's name, unique among the workers; defaults to its URL's host and port; must not be blank
      */
@@ -500,8 +500,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.workers[].url} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.workers[].url} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param url the engine's HTTP base URL, for example http://10.0.0.5:8000; must be an http or https URL with a host
      */
@@ -579,8 +579,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.workers[].data-parallel-ranks} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.workers[].data-parallel-ranks} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param dataParallelRanks how many data-parallel ranks the engine runs; rank r publishes on the event port plus r;
      *     must be in [1, 1024]
@@ -632,8 +632,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.kv-aware.overlap-weight} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.kv-aware.overlap-weight} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param overlapWeight weight of the prefill term; higher favours cache hits (TTFT), lower favours balance. 1.0 is
      *     Dynamo's; must be finite and >= 0
@@ -654,8 +654,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.kv-aware.temperature} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.kv-aware.temperature} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param temperature 0 picks the lowest cost; above 0 samples a softmax over normalised costs; must be finite and
      *     >= 0
@@ -676,8 +676,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.kv-aware.host-overlap-credit} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.kv-aware.host-overlap-credit} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param hostOverlapCredit how much a block cached in host memory counts compared with one on the GPU, in [0, 1];
      *     must be in [0, 1]
@@ -710,8 +710,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.cache-affinity.home-blocks} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.cache-affinity.home-blocks} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param homeBlocks how many leading blocks identify a prefix's home worker; must be positive
      */
@@ -730,8 +730,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.cache-affinity.load-factor} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.cache-affinity.load-factor} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param loadFactor a worker is overloaded at (1 + load-factor) x (others' mean active requests + 1); must be
      *     finite and >= 0
@@ -783,8 +783,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.approximate.ttl} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.approximate.ttl} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param ttl how long a routed prompt is assumed to stay cached on its worker; must be positive
      */
@@ -803,8 +803,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.approximate.max-entries} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.approximate.max-entries} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param maxEntries the most predicted block entries kept; must be positive
      */
@@ -850,8 +850,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.events.replay-timeout} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.events.replay-timeout} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param replayTimeout how long a replay of lost batches may take before the worker's entries are purged instead;
      *     must be positive
@@ -905,8 +905,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.metrics.interval} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.metrics.interval} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param interval how often each worker is scraped; must be positive
      */
@@ -926,8 +926,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.metrics.timeout} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.metrics.timeout} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param timeout the bound of one scrape; must be positive
      */
@@ -946,8 +946,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.metrics.path} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.metrics.path} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param path the metrics path on each worker; must start with /
      */
@@ -1007,8 +1007,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.tokenizer.endpoint} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.tokenizer.endpoint} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param endpoint a dedicated tokenizer server for /tokenize; unset: the registered workers, taken in turn; must be
      *     an absolute URL
@@ -1028,8 +1028,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.tokenizer.remote-path} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.tokenizer.remote-path} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param remotePath the tokenize path on the server; must start with /
      */
@@ -1049,8 +1049,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.tokenizer.timeout} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.tokenizer.timeout} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param timeout the bound of one /tokenize call (a hung worker is skipped for the next after this long); must be
      *     positive
@@ -1101,8 +1101,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.headers.worker} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.headers.worker} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param worker the header naming the chosen worker; must be a header name
      */
@@ -1122,8 +1122,8 @@ public class KvRouteProperties {
     }
 
     /**
-     * Sets the {@code kvroute.headers.predicted-cached-tokens} property; an invalid value is rejected with an {@link
-     * IllegalArgumentException} naming the property.
+     * Sets the {@code kvroute.headers.predicted-cached-tokens} property; an invalid value is rejected with an
+     * {@link IllegalArgumentException} naming the property.
      *
      * @param predictedCachedTokens the header carrying the prompt tokens the router predicted the worker has cached;
      *     must be a header name
