@@ -3,7 +3,7 @@ package io.kvroute.micrometer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvroute.ApiSurface;
+import io.kvroute.apidump.ApiSurface;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
