@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.apidump.AbstractPublicApiTest;
 import java.util.List;
 
 /**

@@ -1,6 +1,6 @@
 package io.kvroute.openai;
 
-import io.kvroute.AbstractPublicApiTest;
+import io.kvroute.apidump.AbstractPublicApiTest;
 import java.util.List;
 
 /**
@@ -10,7 +10,7 @@ import java.util.List;
 class PublicApiTest extends AbstractPublicApiTest {
   PublicApiTest() {
     super("kvroute-openai-wire",
-        List.of("java.", "org.jspecify.annotations."),
+        List.of("java.", "io.kvroute.openai.", "org.jspecify.annotations."),
         List.of(),
         "kvroute-openai-wire has no dependencies");
   }

@@ -1,6 +1,6 @@
 package io.kvroute.tokenizers;
 
-import io.kvroute.AbstractPublicApiTest;
+import io.kvroute.apidump.AbstractPublicApiTest;
 import java.util.List;
 
 /**

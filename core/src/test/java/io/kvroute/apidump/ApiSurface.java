@@ -1,4 +1,4 @@
-package io.kvroute;
+package io.kvroute.apidump;
 
 import java.io.IOException;
 import java.io.InputStream;

@@ -1,4 +1,4 @@
-package io.kvroute;
+package io.kvroute.apidump;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -55,9 +55,9 @@ public class ApiSurfaceTest { // public: the fixtures must be exported types
 
   @Test
   void dumpsGenericSignaturesVisibilityAndInheritedMembers() {
-    String shelf = "io.kvroute.ApiSurfaceTest$Shelf ";
-    String visitor = "io.kvroute.ApiSurfaceTest$Shelf$Visitor ";
-    String leaf = "io.kvroute.ApiSurfaceTest$Leaf ";
+    String shelf = "io.kvroute.apidump.ApiSurfaceTest$Shelf ";
+    String visitor = "io.kvroute.apidump.ApiSurfaceTest$Shelf$Visitor ";
+    String leaf = "io.kvroute.apidump.ApiSurfaceTest$Leaf ";
     List<String> expected = List.of(
         leaf + "public <init>()",
         leaf + "public java.lang.String describe()",

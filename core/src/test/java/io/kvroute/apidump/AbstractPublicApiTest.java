@@ -1,4 +1,4 @@
-package io.kvroute;
+package io.kvroute.apidump;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -43,7 +43,7 @@ public abstract class AbstractPublicApiTest {
   }
 
   @Test
-  void publicApiMatchesTheCheckedInDump() throws IOException {
+  public void publicApiMatchesTheCheckedInDump() throws IOException {
     Path apiFile = Path.of("api", artifactId + ".txt");
     String current = ApiSurface.dump(Path.of("target/classes"), getClass().getClassLoader());
     assertTrue(!current.isEmpty(), artifactId + " exports no public type; is target/classes compiled?");
@@ -59,7 +59,7 @@ public abstract class AbstractPublicApiTest {
   }
 
   @Test
-  void mainSourcesImportOnlyTheModulesDependencies() throws IOException {
+  public void mainSourcesImportOnlyTheModulesDependencies() throws IOException {
     List<String> offenders = ApiSurface.disallowedImports(Path.of("src/main/java"),
         name -> allowedPrefixes.stream().anyMatch(name::startsWith)
             && forbiddenPrefixes.stream().noneMatch(name::startsWith));
