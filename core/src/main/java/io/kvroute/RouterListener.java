@@ -13,7 +13,11 @@ public interface RouterListener {
   /** A listener that ignores everything. */
   RouterListener NONE = new RouterListener() {};
 
-  /** A request was routed. */
+  /**
+   * A request was routed.
+   *
+   * @param routing the request's handle: the chosen worker, the policy, the predicted cached tokens
+   */
   default void onRouted(Routing routing) {}
 
   /**
@@ -36,41 +40,91 @@ public interface RouterListener {
    */
   default void onClosed(Routing routing, long elapsedNanos) {}
 
-  /** A request found no eligible worker. */
+  /**
+   * A request found no eligible worker.
+   *
+   * @param request the request that could not be routed
+   */
   default void onNoWorker(RouteRequest request) {}
 
-  /** A worker was added to the registry. */
+  /**
+   * A worker was added to the registry.
+   *
+   * @param worker the worker as added
+   */
   default void onWorkerAdded(Worker worker) {}
 
-  /** A worker was removed from the registry; its index entries are purged. */
+  /**
+   * A worker was removed from the registry; its index entries are purged.
+   *
+   * @param worker the worker as it was registered
+   */
   default void onWorkerRemoved(Worker worker) {}
 
-  /** A worker's endpoints, labels or engine load changed. */
+  /**
+   * A worker's endpoints, labels or engine load changed.
+   *
+   * @param worker the worker as it is now
+   */
   default void onWorkerUpdated(Worker worker) {}
 
   /**
    * A stored event's parent block is unknown for this worker (the stream started mid-sequence or lost an event).
    * Its blocks are kept as unmatchable placeholders so that their removals and children resolve, but they never
    * match a request, since the prefix they extend is unknown.
+   *
+   * @param worker the worker whose event it was
+   * @param blocks how many blocks became placeholders
    */
   default void onOrphanBlocks(WorkerId worker, int blocks) {}
 
-  /** A stored event's block size differs from the router's; its blocks were dropped. */
+  /**
+   * A stored event's block size differs from the router's; its blocks were dropped.
+   *
+   * @param worker the worker whose event it was
+   * @param expected the router's block size, in tokens
+   * @param actual the event's block size, in tokens
+   * @param blocks how many blocks were dropped
+   */
   default void onBlockSizeMismatch(WorkerId worker, int expected, int actual, int blocks) {}
 
-  /** A stored event was malformed (token count not matching its hashes, repeated hashes); it was dropped. */
+  /**
+   * A stored event was malformed (token count not matching its hashes, repeated hashes); it was dropped.
+   *
+   * @param worker the worker whose event it was
+   * @param event the dropped event
+   * @param reason what was wrong with it, for logs
+   */
   default void onInvalidEvent(WorkerId worker, KvEvent event, String reason) {}
 
-  /** A removal named blocks the index does not hold for this worker; they were ignored. */
+  /**
+   * A removal named blocks the index does not hold for this worker; they were ignored.
+   *
+   * @param worker the worker whose event it was
+   * @param blocks how many removed blocks were unknown
+   */
   default void onUnknownRemoval(WorkerId worker, int blocks) {}
 
-  /** An event arrived for a worker the router does not know; it was dropped. */
+  /**
+   * An event arrived for a worker the router does not know; it was dropped.
+   *
+   * @param worker the unknown worker's id, as the event source named it
+   * @param event the dropped event
+   */
   default void onEventForUnknownWorker(WorkerId worker, KvEvent event) {}
 
-  /** The index exceeded its entry budget and dropped {@code entries} of its least recently stored entries. */
+  /**
+   * The index exceeded its entry budget and dropped {@code entries} of its least recently stored entries.
+   *
+   * @param entries how many entries were dropped, at least 1
+   */
   default void onIndexEviction(int entries) {}
 
-  /** Stale load bookings (requests never closed) expired; called after the admission lock is released. */
+  /**
+   * Stale load bookings (requests never closed) expired; called after the admission lock is released.
+   *
+   * @param count how many bookings expired, at least 1
+   */
   default void onBookingsExpired(int count) {}
 
   /**
