@@ -72,59 +72,25 @@ public interface RouterListener {
    * A stored event's parent block is unknown for this worker (the stream started mid-sequence or lost an event).
    * Its blocks are kept as unmatchable placeholders so that their removals and children resolve, but they never
    * match a request, since the prefix they extend is unknown.
-   *
-   * @param worker the worker whose event it was
-   * @param blocks how many blocks became placeholders
    */
   default void onOrphanBlocks(WorkerId worker, int blocks) {}
 
-  /**
-   * A stored event's block size differs from the router's; its blocks were dropped.
-   *
-   * @param worker the worker whose event it was
-   * @param expected the router's block size, in tokens
-   * @param actual the event's block size, in tokens
-   * @param blocks how many blocks were dropped
-   */
+  /** A stored event's block size differs from the router's; its blocks were dropped. */
   default void onBlockSizeMismatch(WorkerId worker, int expected, int actual, int blocks) {}
 
-  /**
-   * A stored event was malformed (token count not matching its hashes, repeated hashes); it was dropped.
-   *
-   * @param worker the worker whose event it was
-   * @param event the dropped event
-   * @param reason what was wrong with it, for logs
-   */
+  /** A stored event was malformed (token count not matching its hashes, repeated hashes); it was dropped. */
   default void onInvalidEvent(WorkerId worker, KvEvent event, String reason) {}
 
-  /**
-   * A removal named blocks the index does not hold for this worker; they were ignored.
-   *
-   * @param worker the worker whose event it was
-   * @param blocks how many removed blocks were unknown
-   */
+  /** A removal named blocks the index does not hold for this worker; they were ignored. */
   default void onUnknownRemoval(WorkerId worker, int blocks) {}
 
-  /**
-   * An event arrived for a worker the router does not know; it was dropped.
-   *
-   * @param worker the unknown worker's id, as the event source named it
-   * @param event the dropped event
-   */
+  /** An event arrived for a worker the router does not know; it was dropped. */
   default void onEventForUnknownWorker(WorkerId worker, KvEvent event) {}
 
-  /**
-   * The index exceeded its entry budget and dropped {@code entries} of its least recently stored entries.
-   *
-   * @param entries how many entries were dropped, at least 1
-   */
+  /** The index exceeded its entry budget and dropped {@code entries} of its least recently stored entries. */
   default void onIndexEviction(int entries) {}
 
-  /**
-   * Stale load bookings (requests never closed) expired; called after the admission lock is released.
-   *
-   * @param count how many bookings expired, at least 1
-   */
+  /** Stale load bookings (requests never closed) expired; called after the admission lock is released. */
   default void onBookingsExpired(int count) {}
 
   /**

@@ -93,8 +93,6 @@ public final class WorkerRegistry {
    * Attaches the load an engine reported (for example scraped metrics) to a worker; policies see it as
    * {@link Candidates#engineLoad}.
    *
-   * @param id the worker's id
-   * @param load what its engine reported, not null
    * @return whether the worker is registered
    */
   public boolean updateLoad(WorkerId id, EngineLoad load) {
