@@ -849,7 +849,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * How long the publisher waits after the first delta of a batch before publishing it, letting more deltas join
      * (default 200 µs); zero publishes at once (a batch is then what accumulated while the previous one was sent).
      *
-     * @param delay the batching delay, from zero to one second
+     * @param delay the poll interval while lingering, in [0, 1 s]
      * @return this builder
      * @throws IllegalArgumentException if negative or above one second
      */

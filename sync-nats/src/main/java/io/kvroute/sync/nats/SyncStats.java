@@ -20,20 +20,7 @@ import java.util.Map;
  */
 public record SyncStats(long sequence, long framesSent, long bytesSent, long framesReceived, long bytesReceived, long framesRejected,
     long deltasDropped, long snapshotsSent, boolean connected, Map<String, Long> peers) {
-  /**
-   * @throws NullPointerException if {@code peers} is null
-   *
-   * @param peers each peer's name and the sequence number of its last frame received here; copied
-   * @param sequence the last sequence number this replica published
-   * @param framesSent frames published
-   * @param bytesSent payload bytes published
-   * @param framesReceived frames received from peers
-   * @param bytesReceived payload bytes received
-   * @param framesRejected received frames dropped as malformed or incompatible
-   * @param deltasDropped local deltas not sent while disconnected or on queue overflow
-   * @param snapshotsSent snapshots published
-   * @param connected whether the NATS connection is up
-   */
+  /** @throws NullPointerException if {@code peers} is null */
   public SyncStats {
     peers = Map.copyOf(peers);
   }
