@@ -9,42 +9,23 @@ import java.util.Objects;
  * @param content the message text
  */
 public record ChatMessage(String role, String content) {
-  /**
-   * @param role the speaker's role, such as {@code user}; not null
-   * @param content the message text, not null
-   * @throws NullPointerException if {@code role} or {@code content} is null
-   */
+  /** @throws NullPointerException if {@code role} or {@code content} is null */
   public ChatMessage {
     Objects.requireNonNull(role, "role");
     Objects.requireNonNull(content, "content");
   }
 
-  /**
-   * A message of role {@code user}.
-   *
-   * @param content the user's text, not null
-   * @return a message of role {@code user}
-   */
+  /** A message of role {@code user}. */
   public static ChatMessage user(String content) {
     return new ChatMessage("user", content);
   }
 
-  /**
-   * A message of role {@code system}.
-   *
-   * @param content the system prompt text, not null
-   * @return a message of role {@code system}
-   */
+  /** A message of role {@code system}. */
   public static ChatMessage system(String content) {
     return new ChatMessage("system", content);
   }
 
-  /**
-   * A message of role {@code assistant}.
-   *
-   * @param content the assistant's earlier answer, not null
-   * @return a message of role {@code assistant}
-   */
+  /** A message of role {@code assistant}. */
   public static ChatMessage assistant(String content) {
     return new ChatMessage("assistant", content);
   }
