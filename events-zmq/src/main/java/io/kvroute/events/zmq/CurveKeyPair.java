@@ -16,6 +16,8 @@ import org.zeromq.ZMQ;
  */
 public record CurveKeyPair(String publicKey, String secretKey) {
   /**
+   * @param publicKey the public key, Z85
+   * @param secretKey the secret key, Z85
    * @throws NullPointerException if a key is null
    * @throws IllegalArgumentException if a key is not 40 characters of Z85
    */
@@ -24,7 +26,11 @@ public record CurveKeyPair(String publicKey, String secretKey) {
     checkKey(secretKey, "secretKey");
   }
 
-  /** A fresh random key pair. */
+  /**
+   * A fresh random key pair.
+   *
+   * @return a new key pair from ZeroMQ's CURVE key generator
+   */
   public static CurveKeyPair generate() {
     ZMQ.Curve.KeyPair pair = ZMQ.Curve.generateKeyPair();
     return new CurveKeyPair(pair.publicKey, pair.secretKey);

@@ -36,6 +36,15 @@ public record EventSourceConfig(
   /**
    * Validates the source.
    *
+   * @param worker the worker (name and first data-parallel rank) events are reported under
+   * @param endpoint the engine's PUB endpoint for the first rank, for example {@code tcp://10.0.0.5:5557}; in
+   *     {@linkplain #bind() bind mode} the local address engines connect to
+   * @param replayEndpoint the engine's ROUTER replay endpoint for the first rank, or null when it has none
+   * @param topic the topic to subscribe to (a prefix match on the first frame; empty for all)
+   * @param dataParallelRanks how many data-parallel ranks the engine runs, at least 1
+   * @param serverPublicKey the engine's CURVE public key (Z85), or null for a plain connection
+   * @param bind whether the subscriber binds {@code endpoint} and the engine connects out to it (for engines behind NAT
+   *     or started before the router knows their address), instead of connecting to the engine
    * @throws NullPointerException if a required argument is null
    * @throws IllegalArgumentException if an endpoint is not tcp, ipc or inproc (or names a wildcard host to connect
    *     to), the rank count is outside [1, 1024], or the server key is not Z85

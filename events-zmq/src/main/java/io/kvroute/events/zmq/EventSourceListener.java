@@ -46,28 +46,66 @@ public interface EventSourceListener {
     BATCH_UNRECEIVABLE
   }
 
-  /** A batch was applied to the sink. */
+  /**
+   * A batch was applied to the sink.
+   *
+   * @param worker the worker the batch came from (with the batch's data-parallel rank)
+   * @param seq the batch's sequence number
+   * @param events how many events of the batch were applied
+   * @param storedBlocks how many blocks its stored events carried
+   */
   default void onBatch(WorkerId worker, long seq, int events, int storedBlocks) {}
 
-  /** A sequence gap was detected: batches {@code expected} up to {@code received - 1} were lost. */
+  /**
+   * A sequence gap was detected: batches {@code expected} up to {@code received - 1} were lost.
+   *
+   * @param worker the worker whose stream has the gap
+   * @param expected the sequence number that was due
+   * @param received the sequence number that arrived, greater than {@code expected}
+   */
   default void onGap(WorkerId worker, long expected, long received) {}
 
-  /** A replay request from {@code fromSeq} was sent. */
+  /**
+   * A replay request from {@code fromSeq} was sent.
+   *
+   * @param worker the worker asked for a replay
+   * @param fromSeq the first sequence number asked for
+   */
   default void onReplayStarted(WorkerId worker, long fromSeq) {}
 
-  /** A replay ended with its end marker after delivering {@code batches} batches not seen live. */
+  /**
+   * A replay ended with its end marker after delivering {@code batches} batches not seen live.
+   *
+   * @param worker the worker that replayed
+   * @param batches how many replayed batches were applied, zero or more
+   */
   default void onReplayFinished(WorkerId worker, int batches) {}
 
-  /** A replay failed (timed out, could not be sent); the worker's entries are purged if it had any. */
+  /**
+   * A replay failed (timed out, could not be sent); the worker's entries are purged if it had any.
+   *
+   * @param worker the worker whose replay failed
+   * @param reason what went wrong, for logs
+   */
   default void onReplayFailed(WorkerId worker, String reason) {}
 
   /**
    * The engine restarted: the sequence went back from {@code lastSeq} to {@code seq}, or a replayed batch differed
    * from the one applied under its number, or the engine's replay ended before the last applied batch.
+   *
+   * @param worker the restarted worker
+   * @param lastSeq the last sequence number applied before the restart
+   * @param seq the sequence number that revealed it
    */
   default void onRestart(WorkerId worker, long lastSeq, long seq) {}
 
-  /** The worker's index entries were purged; it rebuilds from new events. */
+  /**
+   * The worker's index entries were purged; it rebuilds from new events.
+   *
+   * @param worker the purged worker
+   * @param reason why the entries were purged (a restart, a lost gap, a failed or incomplete replay, a removal, a
+   *     reconnect, ...)
+   */
   default void onPurged(WorkerId worker, PurgeReason reason) {}
 
   /**
@@ -90,6 +128,10 @@ public interface EventSourceListener {
    * Events of a batch were not applied: unknown event types, malformed events, events of KV cache groups that do
    * not count toward prefix matches (sliding window, Mamba, …), or events of a worker or rank the sink does not
    * accept (see {@link KvEventSubscriber} on unregistered workers).
+   *
+   * @param worker the worker whose batch it was
+   * @param events how many events were dropped, at least 1
+   * @param reason the kind of events, for logs
    */
   default void onEventsDropped(WorkerId worker, int events, String reason) {}
 }

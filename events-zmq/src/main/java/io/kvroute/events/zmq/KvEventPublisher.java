@@ -126,7 +126,11 @@ public final class KvEventPublisher implements AutoCloseable {
     socket.setCurveSecretKey(ZMQ.Curve.z85Decode(keys.secretKey()));
   }
 
-  /** A builder with vLLM's defaults: topic "", rank 0, 10,000 buffered batches, map format. */
+  /**
+   * A builder with vLLM's defaults: topic "", rank 0, 10,000 buffered batches, map format.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -134,6 +138,8 @@ public final class KvEventPublisher implements AutoCloseable {
   /**
    * Publishes one batch with the current wall-clock time and returns its sequence number.
    *
+   * @param events the events of one engine step, in order; may be empty
+   * @return the batch's sequence number, from 0
    * @throws NullPointerException if {@code events} or an element is null
    * @throws IllegalStateException if the publisher is closed
    */
@@ -191,6 +197,7 @@ public final class KvEventPublisher implements AutoCloseable {
    * Fault injection for tests and simulations: the next {@code batches} batches get sequence numbers and enter the
    * replay buffer but are not sent live, as if the network or a high-water mark had dropped them.
    *
+   * @param batches how many of the next batches to leave unsent, zero or more
    * @throws IllegalArgumentException if {@code batches} is negative
    */
   public void dropNext(int batches) {
@@ -202,7 +209,11 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  /** The sequence number the next batch will get (the number of batches published so far). */
+  /**
+   * The sequence number the next batch will get (the number of batches published so far).
+   *
+   * @return the next sequence number, zero or more
+   */
   public long nextSequence() {
     synchronized (lock) {
       return nextSeq;
@@ -213,6 +224,9 @@ public final class KvEventPublisher implements AutoCloseable {
    * Waits until at least {@code subscribers} subscriptions are connected, or the timeout passes; returns whether
    * they are. Useful before the first publish, since ZeroMQ drops what a PUB sends before a subscriber joined.
    *
+   * @param subscribers how many subscriptions to wait for
+   * @param timeout the longest wait
+   * @return true if that many are connected, false if the timeout passed first
    * @throws NullPointerException if {@code timeout} is null
    */
   public boolean awaitSubscribers(int subscribers, Duration timeout) {
@@ -240,7 +254,11 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  /** Subscriptions currently connected, as the XPUB socket reports them. */
+  /**
+   * Subscriptions currently connected, as the XPUB socket reports them.
+   *
+   * @return the count, zero or more
+   */
   public int subscriptions() {
     synchronized (lock) {
       drainSubscriptions();
@@ -259,17 +277,29 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  /** The bound live endpoint, with an ephemeral port resolved, for example {@code tcp://127.0.0.1:40123}. */
+  /**
+   * The bound live endpoint, with an ephemeral port resolved, for example {@code tcp://127.0.0.1:40123}.
+   *
+   * @return the endpoint URI, such as {@code tcp://127.0.0.1:40123}
+   */
   public String endpoint() {
     return endpoint;
   }
 
-  /** The bound replay endpoint, or null when replay is off. */
+  /**
+   * The bound replay endpoint, or null when replay is off.
+   *
+   * @return the endpoint URI, or null
+   */
   public @Nullable String replayEndpoint() {
     return replayEndpoint;
   }
 
-  /** The data-parallel rank written into every batch. */
+  /**
+   * The data-parallel rank written into every batch.
+   *
+   * @return the rank, from 0 to 65535
+   */
   public int dataParallelRank() {
     return rank;
   }
@@ -419,6 +449,8 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * The live endpoint to bind (default {@code tcp://127.0.0.1:0}: an ephemeral loopback port).
      *
+     * @param endpoint a ZeroMQ endpoint, such as {@code tcp://0.0.0.0:5557}; port 0 picks a free port
+     * @return this builder
      * @throws NullPointerException if {@code endpoint} is null
      * @throws IllegalArgumentException if it is not a tcp, ipc or inproc endpoint
      */
@@ -430,6 +462,8 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * The replay endpoint to bind, or null (the default) for no replay socket.
      *
+     * @param replayEndpoint a ZeroMQ endpoint, such as {@code tcp://0.0.0.0:5558}, or null
+     * @return this builder
      * @throws IllegalArgumentException if it is not a tcp, ipc or inproc endpoint
      */
     public Builder replayEndpoint(@Nullable String replayEndpoint) {
@@ -440,6 +474,8 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * The topic frame of every message (default empty).
      *
+     * @param topic the topic, possibly empty
+     * @return this builder
      * @throws NullPointerException if {@code topic} is null
      */
     public Builder topic(String topic) {
@@ -450,6 +486,8 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * The data-parallel rank written into batches; offsets explicit TCP ports as vLLM does (default 0).
      *
+     * @param rank the rank, from 0 to 65535
+     * @return this builder
      * @throws IllegalArgumentException if {@code rank} is negative or above 65535
      */
     public Builder dataParallelRank(int rank) {
@@ -463,6 +501,8 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * How many recent batches the replay buffer keeps (default 10,000, as vLLM).
      *
+     * @param steps the batch count, zero or more (zero keeps none: replays end at once)
+     * @return this builder
      * @throws IllegalArgumentException if {@code steps} is negative
      */
     public Builder bufferSteps(int steps) {
@@ -476,6 +516,8 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * The PUB send high-water mark in messages (default 100,000, as vLLM); beyond it ZeroMQ drops batches.
      *
+     * @param messages the message count, zero or more (zero: no limit, as in ZeroMQ)
+     * @return this builder
      * @throws IllegalArgumentException if {@code messages} is negative
      */
     public Builder highWaterMark(int messages) {
@@ -489,6 +531,8 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * The event layout (default {@link WireFormat#MAP}, as vLLM v0.26.0 and later).
      *
+     * @param format the layout to encode events in
+     * @return this builder
      * @throws NullPointerException if {@code format} is null
      */
     public Builder format(WireFormat format) {
@@ -496,7 +540,12 @@ public final class KvEventPublisher implements AutoCloseable {
       return this;
     }
 
-    /** Whether replay replies carry the topic frame, as vLLM v0.26.0 and later (default true). */
+    /**
+     * Whether replay replies carry the topic frame, as vLLM v0.26.0 and later (default true).
+     *
+     * @param withTopic true to send the topic frame in replay replies, false for older vLLM's layout
+     * @return this builder
+     */
     public Builder replayWithTopic(boolean withTopic) {
       this.replayWithTopic = withTopic;
       return this;
@@ -506,6 +555,8 @@ public final class KvEventPublisher implements AutoCloseable {
      * The source of batch timestamps, in seconds since the epoch (default the system clock); a simulation may
      * supply simulated time.
      *
+     * @param wallClock returns seconds since the epoch
+     * @return this builder
      * @throws NullPointerException if {@code wallClock} is null
      */
     public Builder wallClock(DoubleSupplier wallClock) {
@@ -516,13 +567,21 @@ public final class KvEventPublisher implements AutoCloseable {
     /**
      * A ZeroMQ context to create the sockets in, shared with other publishers, which the publisher does not close;
      * by default each publisher has its own context (and its own ZeroMQ I/O thread).
+     *
+     * @param context the shared context, or null for the publisher's own
+     * @return this builder
      */
     public Builder context(@Nullable ZContext context) {
       this.context = context;
       return this;
     }
 
-    /** Makes both sockets CURVE servers with this key pair; subscribers must then know its public key. */
+    /**
+     * Makes both sockets CURVE servers with this key pair; subscribers must then know its public key.
+     *
+     * @param keys the server's key pair, or null for plain sockets (the default)
+     * @return this builder
+     */
     public Builder curveServerKeys(@Nullable CurveKeyPair keys) {
       this.curve = keys;
       return this;
