@@ -19,7 +19,6 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -638,11 +637,7 @@ public final class SimServer implements AutoCloseable {
     } catch (OpenAiRequestException e) {
       throw new BadRequest(400, e.getMessage(), e.param());
     }
-    List<SimTokenizer.ChatMessage> parsed = new ArrayList<>(messages.size());
-    for (ChatMessage m : messages) {
-      parsed.add(new SimTokenizer.ChatMessage(m.role(), m.content()));
-    }
-    return config.tokenizer().encodeChat(parsed);
+    return config.tokenizer().encodeChat(messages);
   }
 
   private static void send(HttpExchange exchange, int status, String contentType, String body) throws IOException {

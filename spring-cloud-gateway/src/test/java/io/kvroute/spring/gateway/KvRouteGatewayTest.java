@@ -12,6 +12,7 @@ import io.kvroute.BlockHasher;
 import io.kvroute.PrefixMatch;
 import io.kvroute.Router;
 import io.kvroute.WorkerId;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
 import io.kvroute.sim.SimTokenizer;
@@ -174,8 +175,8 @@ class KvRouteGatewayTest {
       if (turn == 0) {
         first = worker;
         assertEquals(0, cached);
-        int[] tokens = SimTokenizer.standard().encodeChat(List.of(new SimTokenizer.ChatMessage("system", system),
-            new SimTokenizer.ChatMessage("user", words("question0w", 20))));
+        int[] tokens = SimTokenizer.standard().encodeChat(List.of(new ChatMessage("system", system),
+            new ChatMessage("user", words("question0w", 20))));
         assertEquals(tokens.length, promptTokens, "the gateway and the engine tokenize the chat alike");
         awaitIndexed(worker, tokens);
       } else {
