@@ -216,7 +216,7 @@ class SimServerTest {
     try (SimServer events = SimServer.newBuilder()
         .engine(SimEngineConfig.newBuilder().numBlocks(64).build())
         .speedup(100)
-        .start()) {
+        .build()) {
       KvIndexer indexer = KvIndexer.newBuilder().blockSize(16).build();
       WorkerId worker = WorkerId.of("sim");
       try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(indexer).build()) {
@@ -242,7 +242,7 @@ class SimServerTest {
 
   @Test
   void publishingCanBeTurnedOff() throws Exception {
-    try (SimServer quiet = SimServer.newBuilder().kvEvents(false).start()) {
+    try (SimServer quiet = SimServer.newBuilder().kvEvents(false).build()) {
       assertNull(quiet.kvEventsEndpoint());
       assertEquals(200, client.send(HttpRequest.newBuilder(quiet.baseUri().resolve("/health")).timeout(TIMEOUT)
           .GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode());
@@ -262,7 +262,7 @@ class SimServerTest {
   @Test
   void clientThatGoesAwayMidStreamHasItsRequestAbortedAndBlocksFreed() throws Exception {
     try (SimServer slow = SimServer.newBuilder().kvEvents(false)
-        .engine(SimEngineConfig.newBuilder().numBlocks(64).build()).speedup(1).start()) {
+        .engine(SimEngineConfig.newBuilder().numBlocks(64).build()).speedup(1).build()) {
       String body = Json.write(Map.of("prompt", words("gone", 40), "max_tokens", 500, "stream", true));
       HttpResponse<java.io.InputStream> response = client.send(
           HttpRequest.newBuilder(slow.baseUri().resolve("/v1/completions")).timeout(TIMEOUT)
