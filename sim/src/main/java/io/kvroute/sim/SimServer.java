@@ -103,7 +103,7 @@ public final class SimServer implements AutoCloseable {
     engineThread.setDaemon(true);
   }
 
-  /** A builder with the defaults: {@link SimEngineConfig#ofDefaults()}, loopback, an ephemeral port, real time. */
+  /** A builder with the defaults: {@link SimEngineConfig#DEFAULT}, loopback, an ephemeral port, real time. */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -305,7 +305,7 @@ public final class SimServer implements AutoCloseable {
 
   /** Configures and starts a {@link SimServer}; not thread-safe. */
   public static final class Builder {
-    private SimEngineConfig engine = SimEngineConfig.ofDefaults();
+    private SimEngineConfig engine = SimEngineConfig.DEFAULT;
     private String host = "127.0.0.1";
     private int port;
     private double speedup = 1.0;
@@ -320,7 +320,7 @@ public final class SimServer implements AutoCloseable {
 
     private Builder() {}
 
-    /** The engine's configuration (default {@link SimEngineConfig#ofDefaults()}). */
+    /** The engine's configuration (default {@link SimEngineConfig#DEFAULT}). */
     public Builder engine(SimEngineConfig engine) {
       this.engine = Objects.requireNonNull(engine, "engine");
       return this;

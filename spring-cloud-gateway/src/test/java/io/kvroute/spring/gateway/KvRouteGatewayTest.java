@@ -50,7 +50,7 @@ class KvRouteGatewayTest {
 
   @BeforeAll
   static void start() throws Exception {
-    gw = GatewayFixture.start(3, SimEngineConfig.ofDefaults(), 1.0, List.of(SlowRoute.class),
+    gw = GatewayFixture.start(3, SimEngineConfig.DEFAULT, 1.0, List.of(SlowRoute.class),
         "--kvroute.max-request-body=256KB");
   }
 
