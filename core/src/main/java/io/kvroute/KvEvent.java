@@ -49,9 +49,7 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
       Objects.requireNonNull(blockHashes, "blockHashes");
       Objects.requireNonNull(tokenIds, "tokenIds");
       Objects.requireNonNull(tier, "tier");
-      if (blockSize < 0) {
-        throw new IllegalArgumentException("blockSize must not be negative but was " + blockSize);
-      }
+      Checks.notNegative("blockSize", blockSize);
     }
 
     /** A stored event for GPU blocks of the base model with no multimodal keys. */

@@ -62,9 +62,7 @@ public interface RemoteLoad {
 
   /** The number of load keys of a prompt of {@code blocks} full blocks. */
   static int loadKeyCount(int blocks) {
-    if (blocks < 0) {
-      throw new IllegalArgumentException("blocks must not be negative but was " + blocks);
-    }
+    Checks.notNegative("blocks", blocks);
     return (blocks + LOAD_KEY_STRIDE - 1) / LOAD_KEY_STRIDE;
   }
 

@@ -818,10 +818,7 @@ public final class Router {
      * @throws IllegalArgumentException if not positive
      */
     public Builder maxPromptTokens(int maxPromptTokens) {
-      if (maxPromptTokens <= 0) {
-        throw new IllegalArgumentException("maxPromptTokens must be positive but was " + maxPromptTokens);
-      }
-      this.maxPromptTokens = maxPromptTokens;
+      this.maxPromptTokens = Checks.positive("maxPromptTokens", maxPromptTokens);
       return this;
     }
 
@@ -836,10 +833,7 @@ public final class Router {
      * @throws IllegalArgumentException if not positive
      */
     public Builder ejectAfterFailures(int failures) {
-      if (failures <= 0) {
-        throw new IllegalArgumentException("ejectAfterFailures must be positive but was " + failures);
-      }
-      this.ejectAfterFailures = failures;
+      this.ejectAfterFailures = Checks.positive("ejectAfterFailures", failures);
       return this;
     }
 
@@ -858,9 +852,7 @@ public final class Router {
     public Builder ejectionBackoff(Duration initial, Duration max) {
       Objects.requireNonNull(initial, "initial");
       Objects.requireNonNull(max, "max");
-      if (initial.isNegative() || initial.isZero()) {
-        throw new IllegalArgumentException("ejectionBackoff initial must be positive but was " + initial);
-      }
+      Checks.positive("ejectionBackoff initial", initial);
       if (max.compareTo(initial) < 0) {
         throw new IllegalArgumentException("ejectionBackoff max must be at least initial " + initial + " but was "
             + max);
@@ -946,10 +938,7 @@ public final class Router {
      */
     public Builder bookingTimeout(Duration timeout) {
       Objects.requireNonNull(timeout, "timeout");
-      if (timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("bookingTimeout must be positive but was " + timeout);
-      }
-      this.bookingTimeout = timeout;
+      this.bookingTimeout = Checks.positive("bookingTimeout", timeout);
       return this;
     }
 
