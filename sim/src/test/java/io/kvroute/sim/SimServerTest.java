@@ -38,7 +38,7 @@ class SimServerTest {
     server = SimServer.newBuilder()
         .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
         .speedup(50)
-        .start();
+        .build();
     client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
   }
 
@@ -312,7 +312,7 @@ class SimServerTest {
         .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
         .kvEvents(false)
         .speedup(1) // about 10 ms per decode step: 2000 tokens would take 20 s
-        .start();
+        .build();
     String body = "{\"model\":\"sim-model\",\"prompt\":\"" + words("cut", 20) + "\",\"max_tokens\":2000,"
         + "\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
     byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
