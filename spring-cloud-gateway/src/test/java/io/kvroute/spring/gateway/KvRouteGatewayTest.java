@@ -16,6 +16,7 @@ import io.kvroute.openai.ChatMessage;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
 import io.kvroute.sim.SimTokenizer;
+import io.kvroute.testkit.SseEvents;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -198,17 +199,9 @@ class KvRouteGatewayTest {
     WorkerId id = WorkerId.of(worker);
     int textEvents = 0;
     int completionTokens = -1;
-    boolean done = false;
-    try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
-      for (String line = in.readLine(); line != null; line = in.readLine()) {
-        if (!line.startsWith("data: ")) {
-          continue;
-        }
-        String data = line.substring(6);
-        if (data.equals("[DONE]")) {
-          done = true;
-          continue;
-        }
+    boolean done;
+    try (SseEvents events = new SseEvents(r.body())) {
+      for (String data = events.next(); data != null; data = events.next()) {
         JsonNode event = json(data);
         JsonNode choice = event.get("choices").size() > 0 ? event.get("choices").get(0) : null;
         JsonNode text = choice == null ? null : chat ? choice.get("delta").get("content") : choice.get("text");
@@ -225,6 +218,7 @@ class KvRouteGatewayTest {
           completionTokens = event.get("usage").get("completion_tokens").asInt();
         }
       }
+      done = events.done();
     }
     assertTrue(done, "the stream ends with [DONE]");
     assertEquals(120, completionTokens);
