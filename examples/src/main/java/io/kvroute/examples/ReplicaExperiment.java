@@ -46,6 +46,13 @@ public final class ReplicaExperiment {
   // Held so the level sticks: the router's per-worker approximate-mode notices would flood the output.
   private static final java.util.logging.Logger KVROUTE_LOG = java.util.logging.Logger.getLogger("io.kvroute");
 
+  /**
+   * By default each client waits up to this long (uniformly) before each request: a client's own processing and
+   * its round trip to the gateway, without which clients whose requests finish in one engine step send their next
+   * ones at the same virtual instant, which no replica can learn of from its peers in time.
+   */
+  static final Duration DEFAULT_CLIENT_JITTER = Duration.ofMillis(1);
+
   private ReplicaExperiment() {}
 
   /** Runs the grid and prints the table. */
@@ -147,6 +154,7 @@ public final class ReplicaExperiment {
           .concurrency(options.concurrency)
           .requests(options.requests)
           .workload(workload)
+          .clientJitter(Duration.ofNanos(options.clientJitterNanos), seed * 0x9E3779B97F4A7C15L)
           .replicas(replicas)
           .router(ticker -> {
             int r = built.getAndIncrement();
@@ -293,6 +301,7 @@ public final class ReplicaExperiment {
     int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
     long seed = 1;
     long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
+    long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
     @Nullable String natsUrl;
     boolean help;
 
@@ -348,6 +357,18 @@ public final class ReplicaExperiment {
               throw new IllegalArgumentException("--sync-interval-ms must be positive but was " + value);
             }
             o.syncIntervalNanos = Math.max(1, Math.round(ms * 1e6));
+          }
+          case "--client-jitter-ms" -> {
+            double ms;
+            try {
+              ms = Double.parseDouble(value);
+            } catch (NumberFormatException e) {
+              throw new IllegalArgumentException("--client-jitter-ms needs a number but got '" + value + "'");
+            }
+            if (!(ms >= 0) || Double.isInfinite(ms)) {
+              throw new IllegalArgumentException("--client-jitter-ms must not be negative but was " + value);
+            }
+            o.clientJitterNanos = Math.round(ms * 1e6);
           }
           case "--nats-url" -> o.natsUrl = value;
           default -> throw new IllegalArgumentException("unknown option " + arg);

@@ -42,9 +42,9 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  *
  * <p>Every replica publishes on one subject. Local deltas (booked with load keys, or with all block hashes in
- * approximate mode; first token; closed) are appended to a binary frame under a short lock; the first delta of a
- * batch wakes this sync's publisher thread, which publishes the batch {@link Builder#batchDelay} later: a selection
- * never touches the network. A frame with
+ * approximate mode; first token; closed) are appended to a binary frame under a short lock; the first delta after a
+ * quiet period wakes this sync's publisher thread, which publishes it at once and then collects a burst's further
+ * deltas for up to {@link Builder#batchDelay} per frame: a selection never touches the network. A frame with
  * nothing new is still sent every {@link Builder#heartbeatInterval} as a heartbeat; a peer not heard from within
  * {@link Builder#replicaTtl} is dropped from the view with all its load. Frames carry a per-instance sequence
  * number: a peer that missed frames (a gap), a new peer and a peer that restarted are asked for a snapshot of their
@@ -58,12 +58,13 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** The default subject all replicas of one gateway publish on. */
   public static final String DEFAULT_SUBJECT = "kvroute.load";
   /**
-   * By default the publisher waits this long after the first delta of a batch before publishing it: a peer learns of
-   * a booking about this late (plus NATS's sub-millisecond delivery), and under load one wake-up of the publisher
-   * carries every delta of the interval. In the replica experiment the p99 TTFT gap of 4 synced replicas to a single
-   * router grew with the delay (approximate mode at concurrency 24, 12 prefix kinds: +11% at 0.2 ms, +86% at 1 ms).
+   * By default a delta batched while the publisher is busy waits at most about this long: the first delta after a
+   * quiet period is published at once (a peer learns of it one NATS delivery later, tens of microseconds on a
+   * loopback or LAN), and during a burst the publisher polls at this interval instead of being woken per delta, so
+   * that the selecting threads pay one wake-up per quiet period, not per request. The value is the scale of one
+   * network round trip: waiting less would not make peers' views fresher than their own delivery latency does.
    */
-  public static final Duration DEFAULT_BATCH_DELAY = Duration.ofNanos(200_000);
+  public static final Duration DEFAULT_BATCH_DELAY = Duration.ofNanos(100_000);
   /** A replica publishes at least this often by default. */
   public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(1);
   /** A peer not heard from for this long is dropped by default: three missed heartbeats. */
@@ -76,6 +77,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   public static final Duration DEFAULT_RECONNECT_WAIT = Duration.ofMillis(250);
 
   private static final int MAX_QUEUED_FRAMES = 64;
+  /** After a publish the publisher polls this many batch delays before it parks until woken. */
+  static final int LINGER_POLLS = 4;
   // Writers kept for reuse (each holds up to maxFrameBytes): enough that a publisher lagging by a few frames, as on
   // a loaded machine, does not make the selecting threads allocate new ones.
   private static final int MAX_SPARE_WRITERS = 16;
@@ -100,6 +103,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private FrameWriter writer = new FrameWriter();
   private final ArrayDeque<FrameWriter> full = new ArrayDeque<>();
   private final ArrayDeque<FrameWriter> spare = new ArrayDeque<>();
+  // Empty heartbeat frames; used by the publisher only, under publishLock.
+  private final FrameWriter heartbeatWriter = new FrameWriter();
   // Sized so that it never shrinks (fastutil keeps the initial capacity), and its entries recycled: a booking costs
   // no allocation once the working set is reached.
   private final Long2ObjectOpenHashMap<Open> open = new Long2ObjectOpenHashMap<>(1024);
@@ -329,6 +334,16 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     }
   }
 
+  /**
+   * Under `this`: a writer for the selecting threads, from the pool when it has one. The pool is last in, first out,
+   * so the few writers in use are the ones already grown to a busy frame's size, and appending never grows a buffer
+   * once warm.
+   */
+  private FrameWriter takeSpare() {
+    FrameWriter next = spare.pollFirst();
+    return next != null ? next : new FrameWriter();
+  }
+
   /** Under `this`. */
   private void recycle(Open o) {
     o.worker = null;
@@ -350,8 +365,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       return;
     }
     full.addLast(writer);
-    FrameWriter next = spare.pollFirst();
-    writer = next != null ? next : new FrameWriter();
+    writer = takeSpare();
     if (full.size() > MAX_QUEUED_FRAMES) {
       deltasDropped.addAndGet(full.stream().mapToLong(FrameWriter::records).sum());
       full.forEach(FrameWriter::reset);
@@ -371,32 +385,34 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   }
 
   /**
-   * The publisher thread: parked while nothing is batched (a hook wakes it), else it waits the batch delay and
-   * publishes; between batches it sends snapshots, snapshot requests and heartbeats, and expires silent peers.
+   * The publisher thread: parked while nothing is batched (a hook wakes it, once per quiet period); woken, it
+   * publishes what is batched at once, then lingers four polls of the batch delay, publishing what
+   * came meanwhile, before it parks again, so that a burst's further deltas cost the selecting threads no wake-up.
+   * Between batches it sends snapshots, snapshot requests and heartbeats, and expires silent peers.
    */
   private void publishLoop() {
     long tick = Math.max(1_000_000L, Math.min(TICK_NANOS_MAX, heartbeatNanos / 4));
+    int polls = 0;
     while (!closed) {
       try {
         boolean batched;
         synchronized (this) {
           batched = hasBatch();
-          idle = !batched;
+          idle = !batched && polls == 0;
         }
         if (!batched) {
-          LockSupport.parkNanos(tick); // a hook's first delta wakes it early
+          // Lingering after a publish, the hooks do not wake it: it polls. Idle, a hook's first delta wakes it.
+          LockSupport.parkNanos(polls > 0 ? batchNanos : tick);
           synchronized (this) {
             idle = false;
             batched = hasBatch();
           }
         }
-        if (batched && batchNanos > 0) {
-          LockSupport.parkNanos(batchNanos);
-        }
         if (closed) {
           return;
         }
         duties(System.nanoTime());
+        polls = batched && batchNanos > 0 ? LINGER_POLLS : Math.max(0, polls - 1);
       } catch (Throwable t) {
         LOGGER.log(System.Logger.Level.WARNING, "sync publisher failed; continuing", t);
       }
@@ -457,12 +473,12 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         }
         if (takeCurrent && writer.records() > 0) {
           batch.add(writer);
-          FrameWriter next = spare.pollFirst();
-          writer = next != null ? next : new FrameWriter();
+          writer = takeSpare();
         }
       }
       if (batch.isEmpty() && heartbeat) {
-        batch.add(new FrameWriter());
+        publish(c, heartbeatWriter.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
+        return true;
       }
       for (FrameWriter w : batch) {
         publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
@@ -497,7 +513,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         full.clear();
         if (writer.records() > 0) {
           pending.add(writer);
-          writer = new FrameWriter();
+          writer = takeSpare();
         }
         snapshotDue = false;
         // Copied under the lock (entries are recycled once closed): about 20 longs per booking.
@@ -529,6 +545,13 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       }
       for (FrameWriter w : pending) {
         publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
+      }
+      synchronized (this) {
+        for (FrameWriter w : pending) {
+          if (spare.size() < MAX_SPARE_WRITERS) {
+            spare.addFirst(w);
+          }
+        }
       }
       long snapshotId = seq + 1;
       int part = 0;
@@ -819,9 +842,13 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     }
 
     /**
-     * How long the publisher waits after the first delta of a batch before publishing it, letting more deltas join
-     * (default 200 µs); zero publishes at once (a batch is then what accumulated while the previous one was sent).
+     * The longest a delta waits for the publisher during a burst (default 100 µs): the first delta after a quiet
+     * period is published at once, and for four batch delays after each publish the publisher
+     * polls at this interval rather than being woken by each delta; zero wakes it for every quiet-to-busy change and
+     * a batch is then what accumulated while the previous one was sent.
      *
+     * @param delay the poll interval while lingering, in [0, 1 s]
+     * @return this builder
      * @throws IllegalArgumentException if negative or above one second
      */
     public Builder batchDelay(Duration delay) {
