@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvroute.testkit.NatsServer;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -31,8 +32,8 @@ class ReplicaExperimentTest {
 
   @Test
   void syncOverARealNatsServerSendsAtLeastEachBookingsLoadKeys() throws Exception {
-    Assumptions.assumeTrue(LocalNatsServer.findBinary().isPresent(), LocalNatsServer.INSTALL_HINT);
-    try (LocalNatsServer server = LocalNatsServer.start()) {
+    Assumptions.assumeTrue(NatsServer.findBinary().isPresent(), NatsServer.INSTALL_HINT);
+    try (NatsServer server = NatsServer.start()) {
       ReplicaExperiment.Options options = ReplicaExperiment.Options.parse(new String[] {"--kinds", "7",
           "--policies", "kvAware", "--replicas", "2", "--sync", "nats", "--runs", "1", "--requests", "48"});
       ReplicaExperiment.Row row = ReplicaExperiment.run(options, server.url(), QUIET).get(0);
