@@ -8,11 +8,18 @@ import io.nats.client.ConnectionListener;
 import io.nats.client.Consumer;
 import io.nats.client.Dispatcher;
 import io.nats.client.ErrorListener;
+import io.nats.client.JetStreamApiException;
+import io.nats.client.KeyValue;
+import io.nats.client.KeyValueManagement;
 import io.nats.client.Message;
 import io.nats.client.Nats;
 import io.nats.client.Options;
+import io.nats.client.api.KeyValueConfiguration;
+import io.nats.client.api.KeyValueEntry;
+import io.nats.client.api.StorageType;
 import it.unimi.dsi.fastutil.longs.Long2ObjectMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
@@ -73,6 +80,18 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   public static final Duration DEFAULT_SNAPSHOT_INTERVAL = Duration.ofSeconds(30);
   /** The default bound on one frame's size (NATS servers accept 1 MiB by default). */
   public static final int DEFAULT_MAX_FRAME_BYTES = 256 * 1024;
+  /** A replica rewrites its warm-up snapshot this often by default. */
+  public static final Duration DEFAULT_WARMUP_INTERVAL = Duration.ofSeconds(5);
+  /**
+   * Predictions older than this are neither written to nor taken from warm-up snapshots by default: the default
+   * prediction time to live of {@code RouterPolicy.approximate()}.
+   */
+  public static final Duration DEFAULT_WARMUP_MAX_AGE = Duration.ofSeconds(120);
+  /** The default bound on one warm-up snapshot (NATS servers accept 1 MiB messages by default). */
+  public static final int DEFAULT_WARMUP_MAX_BYTES = 512 * 1024;
+  /** Warm-up predictions are handed to the router at most this many hashes at a time. */
+  private static final int WARMUP_CHUNK = 4096;
+
   /** The default wait between reconnect attempts. */
   public static final Duration DEFAULT_RECONNECT_WAIT = Duration.ofMillis(250);
 
@@ -98,6 +117,11 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final Duration reconnectWait;
   private final SyncListener listener;
   private final UnaryOperator<Options.Builder> optionsCustomizer;
+  private final @Nullable String warmupBucket;
+  private final long warmupIntervalNanos;
+  private final long warmupMaxAgeNanos;
+  private final int warmupMaxBytes;
+  private final @Nullable Warmup warmup;
 
   // Local state; guarded by `this`.
   private FrameWriter writer = new FrameWriter();
@@ -139,6 +163,17 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final AtomicLong bytesReceived = new AtomicLong();
   private final AtomicLong deltasDropped = new AtomicLong();
   private final AtomicLong snapshotsSent = new AtomicLong();
+  private final AtomicLong warmupBlocksApplied = new AtomicLong();
+  private final AtomicLong warmupSnapshotsWritten = new AtomicLong();
+  // The warm-up bucket's handle; guarded by warmupLock, as are the KV requests.
+  private final Object warmupLock = new Object();
+  private @Nullable KeyValue warmupStore;
+  private long warmupWrittenVersion = -1;
+  private @Nullable Thread warmupThread;
+  // Whether warmUp() ran (by the warm-up thread on the first connection, or called by the gateway).
+  private volatile boolean warmedUp;
+  // Decodes this replica's own delta frames for the warm-up table; guarded by publishLock.
+  private final Frame ownFrame = new Frame();
 
   /** One of this replica's open bookings, kept for snapshots. */
   private static final class Open {
@@ -163,6 +198,11 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     this.reconnectWait = b.reconnectWait;
     this.listener = b.listener;
     this.optionsCustomizer = b.optionsCustomizer;
+    this.warmupBucket = b.warmupBucket;
+    this.warmupIntervalNanos = b.warmupInterval.toNanos();
+    this.warmupMaxAgeNanos = b.warmupMaxAge.toNanos();
+    this.warmupMaxBytes = b.warmupMaxBytes;
+    this.warmup = b.warmupBucket == null ? null : new Warmup(Warmup.blocksFor(b.warmupMaxBytes));
   }
 
   /** A builder; {@link Builder#servers} is required. */
@@ -191,7 +231,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     PeerTable p = peers;
     return new SyncStats(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
         p == null ? 0 : p.framesRejected(), deltasDropped.get(), snapshotsSent.get(), connected,
-        p == null ? java.util.Map.of() : p.peerSequences());
+        p == null ? java.util.Map.of() : p.peerSequences(), warmupSnapshotsWritten.get(), warmupBlocksApplied.get());
   }
 
   @Override
@@ -226,6 +266,12 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     t.setDaemon(true);
     publisher = t;
     t.start();
+    if (warmup != null) {
+      Thread w = new Thread(this::warmupLoop, "kvroute-sync-nats-warmup-" + replica);
+      w.setDaemon(true);
+      warmupThread = w;
+      w.start();
+    }
     Options.Builder options = new Options.Builder()
         .servers(servers.toArray(String[]::new))
         .connectionName("kvroute-sync-" + replica)
@@ -600,6 +646,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** Under publishLock. */
   private void publish(Connection c, byte[] bytes) {
     lastSequence = seq;
+    if (warmup != null && bytes.length > 3 && bytes[3] == Frame.DELTAS) {
+      rememberPredictions(bytes);
+    }
     try {
       c.publish(subject, bytes);
       framesSent.incrementAndGet();
@@ -612,6 +661,212 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       LOGGER.log(System.Logger.Level.DEBUG, "publish failed", e);
     }
     lastPublishNanos = System.nanoTime();
+  }
+
+  /** Under publishLock: enters this replica's predicted bookings of a delta frame into the warm-up table. */
+  private void rememberPredictions(byte[] bytes) {
+    try {
+      FrameCodec.decode(bytes, ownFrame);
+    } catch (SyncFormatException e) {
+      return; // cannot happen for a frame this sync encoded
+    }
+    long now = System.nanoTime();
+    for (int i = 0; i < ownFrame.recordCount; i++) {
+      if (ownFrame.tags[i] == Frame.BOOK_PREDICTED) {
+        warmup.record(ownFrame.worker(i), ownFrame.keys, ownFrame.keyOffset[i], ownFrame.keyCount[i], now);
+      }
+    }
+  }
+
+  /**
+   * The warm-up thread: once connected, warms the router's prediction index from the peers' snapshots (once per
+   * instance), then rewrites this replica's snapshot every warm-up interval when it changed. JetStream requests
+   * block, so they never run on the publisher or a selecting thread.
+   */
+  private void warmupLoop() {
+    boolean warmed = false;
+    long nextWrite = System.nanoTime() + warmupIntervalNanos;
+    long tick = Math.max(1_000_000L, Math.min(100_000_000L, warmupIntervalNanos / 4));
+    while (!closed) {
+      LockSupport.parkNanos(tick);
+      if (closed || !connected) {
+        continue;
+      }
+      try {
+        if (!warmed && !warmedUp) {
+          warmUp();
+        }
+        warmed = true;
+        if (System.nanoTime() - nextWrite >= 0) {
+          writeWarmup();
+          nextWrite = System.nanoTime() + warmupIntervalNanos;
+        }
+      } catch (Throwable t) {
+        LOGGER.log(System.Logger.Level.DEBUG, "sync warm-up failed; retrying", t);
+      }
+    }
+  }
+
+  /**
+   * Reads every peer's warm-up snapshot from the JetStream bucket and enters their predictions into the router's
+   * prediction index now. Predictions for workers the router does not know are dropped, so a gateway should call
+   * this once after adding its workers (before taking traffic); if it has not by the time the connection first
+   * comes up, this sync's warm-up thread calls it then (applying a snapshot twice only renews its predictions).
+   * Blocks on JetStream requests: never call it on a selecting thread.
+   *
+   * @return the predicted blocks handed to the router (0 while disconnected)
+   * @throws IllegalStateException if no {@link Builder#warmupBucket} is set or the router is not built yet
+   */
+  public int warmUp() {
+    if (warmup == null) {
+      throw new IllegalStateException("no warmupBucket is configured");
+    }
+    RemoteLoad v;
+    synchronized (this) {
+      v = view;
+    }
+    if (v == null) {
+      throw new IllegalStateException("this NatsLoadSync is not bound to a router yet");
+    }
+    int applied = 0;
+    synchronized (warmupLock) {
+      KeyValue kv = warmupStore();
+      if (kv == null) {
+        return 0;
+      }
+      List<String> keys;
+      try {
+        keys = kv.keys();
+      } catch (IOException | JetStreamApiException e) {
+        warmupStore = null;
+        LOGGER.log(System.Logger.Level.DEBUG, "listing warm-up snapshots failed", e);
+        return 0;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return 0;
+      }
+      String own = warmupKey(replica);
+      long nowMillis = System.currentTimeMillis();
+      for (String key : keys) {
+        if (key.equals(own)) {
+          continue;
+        }
+        try {
+          KeyValueEntry entry = kv.get(key);
+          byte[] value = entry == null ? null : entry.getValue();
+          if (value == null) {
+            continue;
+          }
+          Warmup.Snapshot snapshot = Warmup.decode(value);
+          if (snapshot.blockSize() != v.blockSize()
+              || nowMillis - snapshot.writtenAtMillis() > warmupMaxAgeNanos / 1_000_000) {
+            continue;
+          }
+          for (int w = 0; w < snapshot.workers().size(); w++) {
+            long[] hashes = snapshot.hashes().get(w);
+            for (int from = 0; from < hashes.length; from += WARMUP_CHUNK) {
+              int n = Math.min(WARMUP_CHUNK, hashes.length - from);
+              v.predicted(snapshot.workers().get(w), java.util.Arrays.copyOfRange(hashes, from, from + n), n);
+              applied += n;
+            }
+          }
+        } catch (SyncFormatException e) {
+          PeerTable p = peers;
+          if (p != null) {
+            p.rejected("malformed warm-up snapshot " + key + " in bucket " + warmupBucket + ": " + e.getMessage());
+          }
+        } catch (IOException | JetStreamApiException e) {
+          LOGGER.log(System.Logger.Level.DEBUG, "reading warm-up snapshot " + key + " failed", e);
+        }
+      }
+    }
+    warmedUp = true;
+    warmupBlocksApplied.addAndGet(applied);
+    return applied;
+  }
+
+  /**
+   * Writes this replica's warm-up snapshot (its predictions of the last {@link Builder#warmupMaxAge}, at most
+   * {@link Builder#warmupMaxBytes}) to the JetStream bucket now, if it changed since the last write; this sync does
+   * so every {@link Builder#warmupInterval} and when closed. Blocks on a JetStream request: never call it on a
+   * selecting thread.
+   *
+   * @return whether a snapshot was written
+   * @throws IllegalStateException if no {@link Builder#warmupBucket} is set
+   */
+  public boolean writeWarmup() {
+    if (warmup == null) {
+      throw new IllegalStateException("no warmupBucket is configured");
+    }
+    synchronized (warmupLock) {
+      long version = warmup.version();
+      if (version == warmupWrittenVersion || blockSize == 0) {
+        return false;
+      }
+      KeyValue kv = warmupStore();
+      if (kv == null) {
+        return false;
+      }
+      byte[] bytes = warmup.encode(blockSize, System.nanoTime(), warmupMaxAgeNanos, System.currentTimeMillis());
+      try {
+        kv.put(warmupKey(replica), bytes);
+      } catch (IOException | JetStreamApiException e) {
+        warmupStore = null;
+        LOGGER.log(System.Logger.Level.DEBUG, "writing the warm-up snapshot failed", e);
+        return false;
+      }
+      warmupWrittenVersion = version;
+      warmupSnapshotsWritten.incrementAndGet();
+      return true;
+    }
+  }
+
+  /** Under warmupLock: the bucket, created if missing; null while disconnected or without JetStream. */
+  private @Nullable KeyValue warmupStore() {
+    Connection c = connection;
+    if (!connected || c == null) {
+      return null;
+    }
+    if (warmupStore != null) {
+      return warmupStore;
+    }
+    try {
+      KeyValueManagement kvm = c.keyValueManagement();
+      try {
+        kvm.getBucketInfo(warmupBucket);
+      } catch (JetStreamApiException missing) {
+        try {
+          kvm.create(KeyValueConfiguration.builder().name(warmupBucket).maxHistoryPerKey(1)
+              .ttl(Duration.ofNanos(warmupMaxAgeNanos)).maxValueSize(warmupMaxBytes)
+              .storageType(StorageType.File).build());
+        } catch (JetStreamApiException raced) {
+          kvm.getBucketInfo(warmupBucket); // another replica created it meanwhile
+        }
+      }
+      warmupStore = c.keyValue(warmupBucket);
+      return warmupStore;
+    } catch (IOException | JetStreamApiException e) {
+      LOGGER.log(System.Logger.Level.WARNING, "warm-up bucket " + warmupBucket + " is unavailable (is JetStream "
+          + "enabled on the server, nats-server -js?): " + e.getMessage());
+      return null;
+    }
+  }
+
+  /** A JetStream key for a replica name: its characters outside {@code [A-Za-z0-9_-]} replaced, plus a hash. */
+  static String warmupKey(String replica) {
+    StringBuilder key = new StringBuilder(replica.length() + 9);
+    boolean replaced = false;
+    for (int i = 0; i < replica.length(); i++) {
+      char ch = replica.charAt(i);
+      boolean ok = ch == '-' || ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+          || (ch >= '0' && ch <= '9');
+      key.append(ok ? ch : '_');
+      replaced |= !ok;
+    }
+    if (replaced) {
+      key.append('.').append(Integer.toHexString(replica.hashCode()));
+    }
+    return key.toString();
   }
 
   private void connectionEvent(Connection conn, ConnectionListener.Events event) {
@@ -731,6 +986,21 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+    Thread w = warmupThread;
+    if (w != null) {
+      LockSupport.unpark(w);
+      try {
+        w.join(2000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      try {
+        publishDeltas(false); // what is still batched, so its predictions reach the table
+        writeWarmup(); // the last predictions, for whoever starts next
+      } catch (RuntimeException e) {
+        LOGGER.log(System.Logger.Level.DEBUG, "final warm-up write failed", e);
+      }
+    }
     Connection c = connection;
     if (c != null) {
       synchronized (publishLock) {
@@ -787,6 +1057,10 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     private Duration reconnectWait = DEFAULT_RECONNECT_WAIT;
     private SyncListener listener = SyncListener.NONE;
     private UnaryOperator<Options.Builder> optionsCustomizer = UnaryOperator.identity();
+    private @Nullable String warmupBucket;
+    private Duration warmupInterval = DEFAULT_WARMUP_INTERVAL;
+    private Duration warmupMaxAge = DEFAULT_WARMUP_MAX_AGE;
+    private int warmupMaxBytes = DEFAULT_WARMUP_MAX_BYTES;
 
     private Builder() {}
 
@@ -931,6 +1205,72 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
 
     public Builder listener(SyncListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Keeps this replica's recent approximate-mode predictions in the JetStream key-value bucket {@code bucket}
+     * (created if missing, one key per replica, entries expiring after {@link #warmupMaxAge}; the server must run
+     * JetStream, {@code nats-server -js}), and warms the router's prediction index from its peers' entries when it
+     * first connects, so that a new replica routes its first requests to the workers its peers already filled.
+     * Off by default (nothing is persisted).
+     *
+     * @param bucket the bucket's name, shared by the replicas of one gateway
+     * @return this builder
+     * @throws IllegalArgumentException if the name is blank, longer than 64 characters or has characters outside
+     *     {@code [A-Za-z0-9_-]}
+     */
+    public Builder warmupBucket(String bucket) {
+      Objects.requireNonNull(bucket, "bucket");
+      if (bucket.isEmpty() || bucket.length() > 64 || !bucket.chars().allMatch(ch -> ch == '-' || ch == '_'
+          || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))) {
+        throw new IllegalArgumentException("warmupBucket must be 1 to 64 characters of [A-Za-z0-9_-] but was '"
+            + bucket + "'");
+      }
+      this.warmupBucket = bucket;
+      return this;
+    }
+
+    /**
+     * How often this replica rewrites its warm-up snapshot when its predictions changed (default 5 s); it also
+     * writes one when closed.
+     *
+     * @param interval positive
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder warmupInterval(Duration interval) {
+      this.warmupInterval = positive(interval, "warmupInterval");
+      return this;
+    }
+
+    /**
+     * Predictions older than this are left out of warm-up snapshots, and snapshots written longer ago than this are
+     * not applied (default 120 s, {@code RouterPolicy.approximate()}'s prediction time to live; set it to the TTL
+     * of the router's approximate policy). Applied predictions live for the router's own TTL from then.
+     *
+     * @param maxAge positive
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder warmupMaxAge(Duration maxAge) {
+      this.warmupMaxAge = positive(maxAge, "warmupMaxAge");
+      return this;
+    }
+
+    /**
+     * The bound on one warm-up snapshot (default 512 KiB, about 65,000 block hashes; the least recently predicted
+     * are left out beyond it); keep it below the server's {@code max_payload}.
+     *
+     * @param bytes in [8 KiB, 64 MiB]
+     * @return this builder
+     * @throws IllegalArgumentException if outside that range
+     */
+    public Builder warmupMaxBytes(int bytes) {
+      if (bytes < 8192 || bytes > 64 << 20) {
+        throw new IllegalArgumentException("warmupMaxBytes must be in [8192, 67108864] but was " + bytes);
+      }
+      this.warmupMaxBytes = bytes;
       return this;
     }
 

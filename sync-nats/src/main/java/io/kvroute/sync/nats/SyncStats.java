@@ -17,9 +17,12 @@ import java.util.Map;
  * @param connected whether the NATS connection is up
  * @param peers the peer replicas in the view, each with the sequence number of its last frame received here (a
  *     peer's {@code sequence} minus this is how many of its frames are still on their way)
+ * @param warmupSnapshotsWritten warm-up snapshots written to the JetStream bucket (0 without one)
+ * @param warmupBlocksApplied predicted blocks taken from peers' warm-up snapshots into the router's index
  */
-public record SyncStats(long sequence, long framesSent, long bytesSent, long framesReceived, long bytesReceived, long framesRejected,
-    long deltasDropped, long snapshotsSent, boolean connected, Map<String, Long> peers) {
+public record SyncStats(long sequence, long framesSent, long bytesSent, long framesReceived, long bytesReceived,
+    long framesRejected, long deltasDropped, long snapshotsSent, boolean connected, Map<String, Long> peers,
+    long warmupSnapshotsWritten, long warmupBlocksApplied) {
   /** @throws NullPointerException if {@code peers} is null */
   public SyncStats {
     peers = Map.copyOf(peers);
