@@ -94,7 +94,8 @@ public final class ReplicaExperiment {
 
   /** One (kinds, policy, replicas, sync) point: medians over the runs. */
   record Row(int kinds, String policy, int replicas, String sync, double hitRate, double cachedRatio,
-      double ttftP50, double ttftP99, double warmP99, double imbalance, double syncBytesPerRequest) {}
+      double ttftP50, double ttftP99, double warmP99, double warmP99Min, double warmP99Max, double imbalance,
+      double syncBytesPerRequest) {}
 
   static List<Row> run(Options options, @Nullable String natsUrl, PrintStream progress) {
     List<Row> rows = new ArrayList<>();
@@ -198,7 +199,7 @@ public final class ReplicaExperiment {
     }
     return new Row(kinds, policyName, replicas, sync, ArticleExperiment.median(hit), ArticleExperiment.median(ratio),
         ArticleExperiment.median(p50), ArticleExperiment.median(p99), ArticleExperiment.median(warm),
-        ArticleExperiment.median(imbalance),
+        Arrays.stream(warm).min().orElse(0), Arrays.stream(warm).max().orElse(0), ArticleExperiment.median(imbalance),
         ArticleExperiment.median(bytes));
   }
 
@@ -304,12 +305,13 @@ public final class ReplicaExperiment {
     out.println();
     out.printf(Locale.ROOT, "%d workers x %d blocks, concurrency %d, %d requests x %d runs (medians); replicas share"
             + " the requests round-robin; gaps are against the single router (N=1); client jitter %.1f ms, peers"
-            + " see deltas within %.2f ms (virtual time); warm p99 leaves out the first %d requests (the cold start)%n",
+            + " see deltas within %.2f ms (virtual time); warm p99 leaves out the first %d requests (the cold start),"
+            + " its range is over the runs%n",
         options.workers, options.blocks, options.concurrency, options.requests, options.runs,
         options.clientJitterNanos / 1e6, options.syncIntervalNanos / 1e6, options.concurrency);
-    String header = String.format(Locale.ROOT, "%-5s | %-13s | %2s | %-4s | %8s | %8s | %-17s | %9s | %-12s | %8s"
-            + " | %8s", "kinds", "policy", "N", "sync", "hit rate", "hit gap", "TTFT p50 / p99 ms", "p99 gap",
-        "warm p99 gap", "max/mean", "B/req");
+    String header = String.format(Locale.ROOT, "%-5s | %-13s | %2s | %-4s | %8s | %8s | %-17s | %9s | %-13s | %-11s"
+            + " | %8s | %8s", "kinds", "policy", "N", "sync", "hit rate", "hit gap", "TTFT p50 / p99 ms", "p99 gap",
+        "warm p99 gap", "warm range", "max/mean", "B/req");
     out.println(header);
     out.println("-".repeat(header.length()));
     Map<String, Row> single = new LinkedHashMap<>();
@@ -326,9 +328,9 @@ public final class ReplicaExperiment {
           "%+.1f%%", 100 * (r.ttftP99 - base.ttftP99) / base.ttftP99);
       String warmGap = base == null || r.replicas == 1 || base.warmP99 == 0 ? "" : String.format(Locale.ROOT,
           "%+.1f%%", 100 * (r.warmP99 - base.warmP99) / base.warmP99);
-      out.printf(Locale.ROOT, "%-5d | %-13s | %2d | %-4s | %7.1f%% | %8s | %8.0f / %6.0f | %9s | %4.0f %7s | %8.2f"
-              + " | %8s%n", r.kinds, r.policy, r.replicas, r.sync, 100 * r.hitRate, hitGap, r.ttftP50, r.ttftP99,
-          p99Gap, r.warmP99, warmGap, r.imbalance,
+      out.printf(Locale.ROOT, "%-5d | %-13s | %2d | %-4s | %7.1f%% | %8s | %8.0f / %6.0f | %9s | %4.0f %8s | %4.0f-%-6.0f"
+              + " | %8.2f | %8s%n", r.kinds, r.policy, r.replicas, r.sync, 100 * r.hitRate, hitGap, r.ttftP50,
+          r.ttftP99, p99Gap, r.warmP99, warmGap, r.warmP99Min, r.warmP99Max, r.imbalance,
           r.sync.equals("nats") ? String.format(Locale.ROOT, "%.0f", r.syncBytesPerRequest) : "-");
     }
   }
