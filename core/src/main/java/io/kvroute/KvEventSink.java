@@ -10,10 +10,20 @@ import java.util.List;
  * bad events: they count them and report them through {@link RouterListener}.
  */
 public interface KvEventSink {
-  /** Applies one event of {@code worker}. */
+  /**
+   * Applies one event of {@code worker}.
+   *
+   * @param worker the worker the event came from
+   * @param event the event
+   */
   void apply(WorkerId worker, KvEvent event);
 
-  /** Applies a batch of events of {@code worker}, in order. */
+  /**
+   * Applies a batch of events of {@code worker}, in order.
+   *
+   * @param worker the worker the events came from
+   * @param events the events, in the order the engine emitted them
+   */
   default void applyAll(WorkerId worker, List<? extends KvEvent> events) {
     for (KvEvent event : events) {
       apply(worker, event);
@@ -35,6 +45,8 @@ public interface KvEventSink {
   /**
    * Forgets everything known about {@code worker}'s cache, as when its engine restarted or its event stream lost
    * events that cannot be replayed. The worker stays known and rebuilds from new events.
+   *
+   * @param worker the worker whose cache state to forget
    */
   default void resetWorker(WorkerId worker) {
     apply(worker, KvEvent.AllBlocksCleared.INSTANCE);

@@ -776,6 +776,7 @@ public final class Router {
     }
   }
 
+  /** Configures a {@link Router}; not thread-safe. Each setter validates its argument and names it in the exception. */
   public static final class Builder {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
@@ -873,6 +874,8 @@ public final class Router {
     /**
      * Tokens per KV block; must match the engines' block size (vLLM's default is 16).
      *
+     * @param blockSize tokens per block, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder blockSize(int blockSize) {
@@ -892,7 +895,12 @@ public final class Router {
       return this;
     }
 
-    /** The time source for bookings and predictions; tests and simulations inject their own. */
+    /**
+     * The time source for bookings and predictions; tests and simulations inject their own.
+     *
+     * @param ticker the clock, not null
+     * @return this builder
+     */
     public Builder ticker(Ticker ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
@@ -911,7 +919,12 @@ public final class Router {
       return this;
     }
 
-    /** Seeds every random choice (ties, softmax sampling, the random policy), for reproducible routing. */
+    /**
+     * Seeds every random choice (ties, softmax sampling, the random policy), for reproducible routing.
+     *
+     * @param seed any value; the same seed and the same calls give the same choices
+     * @return this builder
+     */
     public Builder randomSeed(long seed) {
       this.randomSeed = seed;
       return this;
@@ -920,6 +933,8 @@ public final class Router {
     /**
      * The KV index's entry budget; see {@link KvIndexer}.
      *
+     * @param maxEntries the most (worker, tier, block) entries the index holds
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^28
      */
     public Builder maxIndexEntries(int maxEntries) {
@@ -931,6 +946,8 @@ public final class Router {
     /**
      * The bound on registered workers (name and rank pairs).
      *
+     * @param maxWorkers the most workers registered at once
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^24
      */
     public Builder maxWorkers(int maxWorkers) {
@@ -942,6 +959,8 @@ public final class Router {
     /**
      * How long a booking may stay open before it is released as stale (a request never closed).
      *
+     * @param timeout the longest a booking stays open, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder bookingTimeout(Duration timeout) {
@@ -953,6 +972,11 @@ public final class Router {
       return this;
     }
 
+    /**
+     * Builds the router (and starts its {@link Builder#sharedLoad} port, if one is set).
+     *
+     * @return a new router with no workers registered
+     */
     public Router build() {
       return new Router(this);
     }

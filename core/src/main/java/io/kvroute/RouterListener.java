@@ -13,7 +13,11 @@ public interface RouterListener {
   /** A listener that ignores everything. */
   RouterListener NONE = new RouterListener() {};
 
-  /** A request was routed. */
+  /**
+   * A request was routed.
+   *
+   * @param routing the request's handle: the chosen worker, the policy, the predicted cached tokens
+   */
   default void onRouted(Routing routing) {}
 
   /**
@@ -36,16 +40,32 @@ public interface RouterListener {
    */
   default void onClosed(Routing routing, long elapsedNanos) {}
 
-  /** A request found no eligible worker. */
+  /**
+   * A request found no eligible worker.
+   *
+   * @param request the request that could not be routed
+   */
   default void onNoWorker(RouteRequest request) {}
 
-  /** A worker was added to the registry. */
+  /**
+   * A worker was added to the registry.
+   *
+   * @param worker the worker as added
+   */
   default void onWorkerAdded(Worker worker) {}
 
-  /** A worker was removed from the registry; its index entries are purged. */
+  /**
+   * A worker was removed from the registry; its index entries are purged.
+   *
+   * @param worker the worker as it was registered
+   */
   default void onWorkerRemoved(Worker worker) {}
 
-  /** A worker's endpoints, labels or engine load changed. */
+  /**
+   * A worker's endpoints, labels or engine load changed.
+   *
+   * @param worker the worker as it is now
+   */
   default void onWorkerUpdated(Worker worker) {}
 
   /**

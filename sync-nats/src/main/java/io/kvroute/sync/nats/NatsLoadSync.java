@@ -205,28 +205,49 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     this.warmup = b.warmupBucket == null ? null : new Warmup(Warmup.blocksFor(b.warmupMaxBytes));
   }
 
-  /** A builder; {@link Builder#servers} is required. */
+  /**
+   * A builder; {@link Builder#servers} is required.
+   *
+   * @return a new builder with the defaults documented on each setter
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
 
-  /** This replica's name, unique among the replicas sharing the subject. */
+  /**
+   * This replica's name, unique among the replicas sharing the subject.
+   *
+   * @return the name this replica publishes under, as given to {@link Builder#replicaName} or generated
+   */
   public String replicaName() {
     return replica;
   }
 
-  /** The peer replicas currently in the view. */
+  /**
+   * The peer replicas currently in the view.
+   *
+   * @return the names of the peers in the view (heard from within the replica TTL), not this replica; empty until
+   *     started and while alone
+   */
   public List<String> peers() {
     PeerTable p = peers;
     return p == null ? List.of() : p.peerNames();
   }
 
-  /** Whether the NATS connection is up. */
+  /**
+   * Whether the NATS connection is up.
+   *
+   * @return true while the NATS connection is established; false before start, while reconnecting and after close
+   */
   public boolean isConnected() {
     return connected;
   }
 
-  /** The current counters. */
+  /**
+   * The current counters.
+   *
+   * @return a new snapshot of the counters (each call allocates one; cheap enough for a metrics scrape)
+   */
   public SyncStats stats() {
     PeerTable p = peers;
     return new SyncStats(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
@@ -1067,6 +1088,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * The NATS servers to connect to, such as {@code nats://10.0.0.9:4222}; required.
      *
+     * @param urls one or more NATS server URLs; the client fails over between them
+     * @return this builder
      * @throws IllegalArgumentException if none is given or one is blank
      */
     public Builder servers(String... urls) {
@@ -1089,6 +1112,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * The subject the replicas of one gateway share (default {@value #DEFAULT_SUBJECT}); replicas on different
      * subjects do not see each other.
      *
+     * @param subject a NATS subject without whitespace or wildcards ({@code *}, {@code >})
+     * @return this builder
      * @throws IllegalArgumentException if blank or containing whitespace or wildcards
      */
     public Builder subject(String subject) {
@@ -1103,6 +1128,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * This replica's name, unique among the replicas (default: host name, process id and a random suffix).
      *
+     * @param name the replica's name, at most 255 UTF-8 bytes
+     * @return this builder
      * @throws IllegalArgumentException if blank or longer than 255 UTF-8 bytes
      */
     public Builder replicaName(String name) {
@@ -1137,6 +1164,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * Publishes deltas only when {@link NatsLoadSync#flush()} is called, never on the publisher thread (which still
      * sends heartbeats while nothing is batched, snapshots and requests); for simulations on a virtual clock.
+     *
+     * @return this builder
      */
     public Builder manualFlush() {
       this.manualFlush = true;
@@ -1146,6 +1175,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * The longest silence before an empty frame is published as a heartbeat (default 1 s).
      *
+     * @param interval the heartbeat interval, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder heartbeatInterval(Duration interval) {
@@ -1157,6 +1188,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * How long a silent peer stays in the view (default 3 s); must exceed the heartbeat interval, checked in
      * {@link #build()}.
      *
+     * @param ttl the peer time-to-live, positive and above the heartbeat interval
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder replicaTtl(Duration ttl) {
@@ -1168,6 +1201,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * How often the full state is republished regardless of gaps (default 30 s); zero means only on connect and on
      * request.
      *
+     * @param interval the snapshot interval, zero or positive
+     * @return this builder
      * @throws IllegalArgumentException if negative
      */
     public Builder snapshotInterval(Duration interval) {
@@ -1182,6 +1217,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * The bound on a frame's payload (default 256 KiB); keep it below the server's {@code max_payload}.
      *
+     * @param bytes the largest frame payload in bytes, from 4096 to 64 MiB
+     * @return this builder
      * @throws IllegalArgumentException if below 4 KiB or above 64 MiB
      */
     public Builder maxFrameBytes(int bytes) {
@@ -1196,6 +1233,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * The wait between reconnect attempts (default 250 ms): the view recovers about this soon after the server
      * returns.
      *
+     * @param wait the reconnect wait, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder reconnectWait(Duration wait) {
@@ -1203,6 +1242,14 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       return this;
     }
 
+    /**
+     * Receives the sync's events (peers joining and leaving, gaps, snapshots, rejected frames, connection changes); the
+     * default ignores them. Called on the NATS dispatcher and publisher threads; a listener that throws is logged and
+     * never stops the sync.
+     *
+     * @param listener the listener, not null
+     * @return this builder
+     */
     public Builder listener(SyncListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
       return this;
@@ -1277,13 +1324,22 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * Adjusts the NATS client options (credentials, TLS, timeouts) after this builder's defaults; echo is always
      * off and the connection listener always this sync's.
+     *
+     * @param customizer applied to the NATS {@code Options.Builder} this builder prepared; returns the builder to use
+     * @return this builder
      */
     public Builder natsOptions(UnaryOperator<Options.Builder> customizer) {
       this.optionsCustomizer = Objects.requireNonNull(customizer, "customizer");
       return this;
     }
 
-    /** @throws IllegalStateException if no server is set, or the TTL is not above the heartbeat interval */
+    /**
+     * Builds the sync.
+     *
+     * @return a new sync, not yet connected: it connects when the router it is given to
+     *     ({@link io.kvroute.Router.Builder#sharedLoad}) starts it
+     * @throws IllegalStateException if no server is set, or the TTL is not above the heartbeat interval
+     */
     public NatsLoadSync build() {
       if (servers.isEmpty()) {
         throw new IllegalStateException("servers are required");
