@@ -854,14 +854,14 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     try {
       KeyValueManagement kvm = c.keyValueManagement();
       try {
-        kvm.getBucketInfo(warmupBucket);
+        kvm.getStatus(warmupBucket);
       } catch (JetStreamApiException missing) {
         try {
           kvm.create(KeyValueConfiguration.builder().name(warmupBucket).maxHistoryPerKey(1)
-              .ttl(Duration.ofNanos(warmupMaxAgeNanos)).maxValueSize(warmupMaxBytes)
+              .ttl(Duration.ofNanos(warmupMaxAgeNanos)).maximumValueSize(warmupMaxBytes)
               .storageType(StorageType.File).build());
         } catch (JetStreamApiException raced) {
-          kvm.getBucketInfo(warmupBucket); // another replica created it meanwhile
+          kvm.getStatus(warmupBucket); // another replica created it meanwhile
         }
       }
       warmupStore = c.keyValue(warmupBucket);
