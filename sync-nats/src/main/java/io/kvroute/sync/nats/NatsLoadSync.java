@@ -58,6 +58,10 @@ import org.jspecify.annotations.Nullable;
  * open bookings, which replaces what was known of them, so nothing is double-counted. While the NATS connection is
  * down the view holds local load only; on reconnect every replica publishes a snapshot and asks for everyone's.
  * The layout of frames is on {@code FrameCodec}; see the module README.
+ *
+ * <p>Optionally ({@link Builder#warmupBucket}) each replica also keeps a bounded snapshot of its recent
+ * approximate-mode predictions in a JetStream key-value bucket, from which a replica that starts later warms up its
+ * prediction index ({@link #warmUp()}), so that its first requests go where its peers' prefixes already are.
  */
 public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   static final System.Logger LOGGER = System.getLogger(NatsLoadSync.class.getName());
