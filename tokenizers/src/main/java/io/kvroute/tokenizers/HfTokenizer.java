@@ -50,7 +50,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   public static final Set<String> DEFAULT_ROLES = Set.of("system", "developer", "user", "assistant", "tool");
   private static final System.Logger logger = System.getLogger(HfTokenizer.class.getName());
 
-  private final NativeTokenizer tokenizer;
+  private final TextEncoder tokenizer;
   private final @Nullable ChatTemplate template;
   private final @Nullable ChatTemplate toolTemplate;
   private final Map<String, String> specialTokens;
@@ -61,7 +61,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   private final Clock clock;
   private final String description;
 
-  private HfTokenizer(Builder b, TokenizerFiles files, NativeTokenizer tokenizer) {
+  private HfTokenizer(Builder b, TokenizerFiles files, TextEncoder tokenizer) {
     this.tokenizer = tokenizer;
     String source = files.templateSource != null ? files.templateSource : "tokenizer_config.json";
     String defaultSource = files.chatTemplates.get("default");
@@ -89,7 +89,8 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     this.prefixCache = cacheable ? new PrefixCache(files.addedTokens, b.prefixCacheBytes) : null;
     this.roles = Set.copyOf(b.roles);
     this.clock = b.clock;
-    this.description = "HfTokenizer{" + files.tokenizerJson + (template == null ? ", no chat template" : "") + "}";
+    this.description = "HfTokenizer{" + files.tokenizerJson + ", " + tokenizer.kind() + " encoder"
+        + (template == null ? ", no chat template" : "") + "}";
   }
 
   /**
@@ -299,7 +300,12 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     return prefixCache;
   }
 
-  /** Frees the native tokenizer; later calls throw {@link IllegalStateException}. */
+  /** Which encoder runs the {@code tokenizer.json}: "java" ({@link Engine#JAVA}) or "native". */
+  String encoderKind() {
+    return tokenizer.kind();
+  }
+
+  /** Frees the native tokenizer, if any; later calls throw {@link IllegalStateException}. */
   @Override
   public void close() {
     tokenizer.close();
@@ -308,6 +314,22 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   @Override
   public String toString() {
     return description;
+  }
+
+  /**
+   * Which implementation encodes text with the {@code tokenizer.json}; both give the same ids, id for id, where
+   * both apply.
+   */
+  public enum Engine {
+    /** {@link #JAVA} when it supports the {@code tokenizer.json}, else {@link #NATIVE} (the default). */
+    AUTO,
+    /**
+     * The pure-Java byte-level BPE encoder, for the GPT-4-style configuration of Qwen2/Qwen3 and Llama 3 (the
+     * module README lists what it supports); refused with an {@code IOException} naming the component otherwise.
+     */
+    JAVA,
+    /** The Hugging Face {@code tokenizers} library (Rust) through DJL's native bindings, for any tokenizer.json. */
+    NATIVE
   }
 
   /** Configures an {@link HfTokenizer}; not thread-safe. */
@@ -320,6 +342,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     private long prefixCacheBytes = DEFAULT_PREFIX_CACHE_BYTES;
     private Set<String> roles = DEFAULT_ROLES;
     private Clock clock = Clock.systemDefaultZone();
+    private Engine engine = Engine.AUTO;
 
     private Builder(Path path) {
       this.path = path;
@@ -395,7 +418,20 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     }
 
     /**
-     * Reads the files, loads the native tokenizer and parses the chat template.
+     * Which encoder runs the {@code tokenizer.json} (default {@link Engine#AUTO}: the pure-Java one where it
+     * applies, the native library otherwise).
+     *
+     * @param engine the encoder
+     * @return this builder
+     */
+    public Builder engine(Engine engine) {
+      this.engine = Objects.requireNonNull(engine, "engine");
+      return this;
+    }
+
+    /**
+     * Reads the files, builds the encoder (loading the native library if it is the one) and parses the chat
+     * template.
      *
      * @return the tokenizer
      * @throws IOException naming the file if {@code tokenizer.json} is missing or corrupt, a config is not valid
@@ -413,12 +449,72 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       Path cfg = configSet ? config : dir == null ? null : existing(dir.resolve("tokenizer_config.json"));
       Path tpl = chatTemplateSet ? chatTemplate : dir == null ? null : existing(dir.resolve("chat_template.jinja"));
       TokenizerFiles files = TokenizerFiles.read(json, cfg, tpl);
-      NativeTokenizer nat = NativeTokenizer.load(files.tokenizerJsonText, json);
+      TextEncoder encoder = null;
+      if (engine != Engine.NATIVE) {
+        ByteLevelBpe.Fallback fallback = engine == Engine.JAVA ? ByteLevelBpe.REFUSE
+            : new LazyNative(files.tokenizerJsonText, json);
+        ByteLevelBpe.Result java = ByteLevelBpe.create(files.tokenizerJsonText, files.addedTokens, fallback);
+        if (java.encoder() == null && engine == Engine.JAVA) {
+          throw new IOException(json + ": the pure-Java encoder does not support this tokenizer.json: "
+              + java.unsupported());
+        }
+        if (java.encoder() == null) {
+          logger.log(INFO, () -> json + ": encoding with the native tokenizers library, since the pure-Java "
+              + "encoder does not support it: " + java.unsupported());
+        }
+        encoder = java.encoder();
+      }
+      if (encoder == null) {
+        encoder = NativeTokenizer.load(files.tokenizerJsonText, json);
+      }
       try {
-        return new HfTokenizer(this, files, nat);
+        return new HfTokenizer(this, files, encoder);
       } catch (RuntimeException e) {
-        nat.close();
+        encoder.close();
         throw e;
+      }
+    }
+
+    /** Loads the native library the first time a text needs it; thread-safe. */
+    private static final class LazyNative implements ByteLevelBpe.Fallback {
+      private final String json;
+      private final Path source;
+      private volatile @Nullable NativeTokenizer tokenizer;
+
+      LazyNative(String json, Path source) {
+        this.json = json;
+        this.source = source;
+      }
+
+      @Override
+      public int[] encode(String text, boolean addSpecialTokens, int codePoint) {
+        NativeTokenizer t = tokenizer;
+        if (t == null) {
+          synchronized (this) {
+            t = tokenizer;
+            if (t == null) {
+              try {
+                t = NativeTokenizer.load(json, source);
+              } catch (IOException e) {
+                throw new UnsupportedOperationException(String.format("the text holds U+%04X, which the "
+                    + "pure-Java encoder's Unicode 13.0 tables do not know, and the native library does not load: "
+                    + "%s", codePoint, e.getMessage()), e);
+              }
+              logger.log(INFO, () -> source + ": the native tokenizers library is loaded for text holding code "
+                  + "points newer than Unicode 13.0");
+              tokenizer = t;
+            }
+          }
+        }
+        return t.encode(text, addSpecialTokens);
+      }
+
+      @Override
+      public synchronized void close() {
+        NativeTokenizer t = tokenizer;
+        if (t != null) {
+          t.close();
+        }
       }
     }
 
