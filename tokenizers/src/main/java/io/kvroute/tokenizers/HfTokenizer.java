@@ -56,12 +56,24 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   private final Map<String, String> specialTokens;
   private final @Nullable String bosToken;
   private final int bosId;
+  /** The special tokens a sequence gets from add_bos_token/add_eos_token, or null for tokenizer.json's own. */
+  private final int @Nullable [] specialPrefix;
+  private final int @Nullable [] specialSuffix;
   private final @Nullable PrefixCache prefixCache;
   private final Set<String> roles;
   private final Clock clock;
   private final String description;
 
-  private HfTokenizer(Builder b, TokenizerFiles files, TextEncoder tokenizer) {
+  /**
+   * The {@code tokenizer_class} values whose transformers implementation rebuilds the post-processor from
+   * {@code add_bos_token} (default true) and {@code add_eos_token} (default false) when it loads
+   * ({@code LlamaTokenizerFast.update_post_processor} and the classes that copy it); for other classes the
+   * {@code tokenizer.json} post-processor stands as written.
+   */
+  static final Set<String> BOS_EOS_CLASSES = Set.of("LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer",
+      "CodeLlamaTokenizerFast", "GemmaTokenizer", "GemmaTokenizerFast");
+
+  private HfTokenizer(Builder b, TokenizerFiles files, TextEncoder tokenizer) throws IOException {
     this.tokenizer = tokenizer;
     String source = files.templateSource != null ? files.templateSource : "tokenizer_config.json";
     String defaultSource = files.chatTemplates.get("default");
@@ -81,6 +93,17 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       }
     }
     this.bosId = bos;
+    if (files.tokenizerClass != null && BOS_EOS_CLASSES.contains(files.tokenizerClass)) {
+      boolean addBos = files.addBosToken == null || files.addBosToken;
+      boolean addEos = files.addEosToken != null && files.addEosToken;
+      this.specialPrefix = addBos ? new int[] {tokenId(files, tokenizer, "bos_token", "add_bos_token")}
+          : new int[0];
+      this.specialSuffix = addEos ? new int[] {tokenId(files, tokenizer, "eos_token", "add_eos_token")}
+          : new int[0];
+    } else {
+      this.specialPrefix = null;
+      this.specialSuffix = null;
+    }
     boolean cacheable = b.prefixCacheBytes > 0 && PrefixCache.usable(files);
     if (b.prefixCacheBytes > 0 && !cacheable) {
       logger.log(INFO, () -> files.tokenizerJson + ": the prefix cache is off, since this tokenizer's pieces "
@@ -91,6 +114,39 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     this.clock = b.clock;
     this.description = "HfTokenizer{" + files.tokenizerJson + ", " + tokenizer.kind() + " encoder"
         + (template == null ? ", no chat template" : "") + "}";
+  }
+
+  /** The id of a special token the config names, as transformers resolves it for update_post_processor. */
+  private static int tokenId(TokenizerFiles files, TextEncoder encoder, String key, String flag)
+      throws IOException {
+    String content = files.specialTokens.get(key);
+    if (content == null) {
+      throw new IOException(files.tokenizerJson.resolveSibling("tokenizer_config.json") + ": " + flag
+          + " is true but " + key + " is not set");
+    }
+    for (TokenizerFiles.AddedToken t : files.addedTokens) {
+      if (t.content().equals(content)) {
+        return t.id();
+      }
+    }
+    int[] ids = encoder.encode(content, false);
+    if (ids.length != 1) {
+      throw new IOException(files.tokenizerJson + ": the " + key + " " + content + " is not one token");
+    }
+    return ids[0];
+  }
+
+  /** Encodes with the post-processor add_bos_token/add_eos_token define, if they do. */
+  private int[] encode(String text, boolean addSpecialTokens) {
+    if (!addSpecialTokens || specialPrefix == null || specialSuffix == null) {
+      return tokenizer.encode(text, addSpecialTokens);
+    }
+    int[] body = tokenizer.encode(text, false);
+    int[] ids = new int[specialPrefix.length + body.length + specialSuffix.length];
+    System.arraycopy(specialPrefix, 0, ids, 0, specialPrefix.length);
+    System.arraycopy(body, 0, ids, specialPrefix.length, body.length);
+    System.arraycopy(specialSuffix, 0, ids, specialPrefix.length + body.length, specialSuffix.length);
+    return ids;
   }
 
   /**
@@ -138,7 +194,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
    */
   public int[] tokenize(String prompt, boolean addSpecialTokens) {
     Objects.requireNonNull(prompt, "prompt");
-    return tokenizer.encode(checkUtf16(prompt, "the prompt"), addSpecialTokens);
+    return encode(checkUtf16(prompt, "the prompt"), addSpecialTokens);
   }
 
   /** Refuses unpaired surrogates, which have no UTF-8 form (vLLM's Python cannot encode them either). */
@@ -203,7 +259,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       return request.ids();
     }
     if (request.prompt() != null) {
-      return tokenizer.encode(checkUtf16(request.prompt(), "the prompt"), request.addSpecialTokens());
+      return encode(checkUtf16(request.prompt(), "the prompt"), request.addSpecialTokens());
     }
     return encodeChat(Objects.requireNonNull(request.chat()), request.addSpecialTokens());
   }
@@ -287,7 +343,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       return prefixCache != null ? prefixCache.encode(text, s -> tokenizer.encode(s, false))
           : tokenizer.encode(text, false);
     }
-    int[] ids = tokenizer.encode(text, true);
+    int[] ids = encode(text, true);
     if (bosToken != null && bosId >= 0 && text.startsWith(bosToken) && ids.length > 1 && ids[0] == bosId
         && ids[1] == bosId) {
       return Arrays.copyOfRange(ids, 1, ids.length); // the template wrote the BOS already
@@ -469,7 +525,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       }
       try {
         return new HfTokenizer(this, files, encoder);
-      } catch (RuntimeException e) {
+      } catch (IOException | RuntimeException e) {
         encoder.close();
         throw e;
       }
