@@ -72,6 +72,7 @@ public final class SimServer implements AutoCloseable {
   private final @Nullable KvEventPublisher publisher;
   private final Consumer<List<KvEvent>> eventListener;
   private final BiConsumer<String, @Nullable String> requestListener;
+  private final @Nullable RequestTokenizer requestTokenizer;
   private final Thread engineThread;
   private final Object lock = new Object();
   private final Set<EngineRequest> inFlight = ConcurrentHashMap.newKeySet();
@@ -92,6 +93,7 @@ public final class SimServer implements AutoCloseable {
     this.speedup = b.speedup;
     this.eventListener = b.eventListener;
     this.requestListener = b.requestListener;
+    this.requestTokenizer = b.requestTokenizer;
     this.publisher = b.kvEvents
         ? KvEventPublisher.newBuilder()
             .endpoint(b.kvEventsEndpoint)
@@ -367,9 +369,10 @@ public final class SimServer implements AutoCloseable {
     } catch (RuntimeException e) {
       logger.log(WARNING, "request listener failed", e);
     }
-    OpenAiRequest body = readRequest(exchange);
+    byte[] raw = readBody(exchange);
+    OpenAiRequest body = parseRequest(raw);
     checkModel(body);
-    int[] prompt = chat ? chatTokens(body) : promptTokens(body);
+    int[] prompt = chat ? chatTokens(body, raw) : promptTokens(body, raw);
     int maxTokens;
     boolean stream;
     boolean includeUsage;
@@ -538,13 +541,14 @@ public final class SimServer implements AutoCloseable {
   }
 
   private void tokenize(HttpExchange exchange) throws IOException {
-    OpenAiRequest body = readRequest(exchange);
+    byte[] raw = readBody(exchange);
+    OpenAiRequest body = parseRequest(raw);
     checkModel(body);
     int[] tokens;
     if (body.has("messages")) {
-      tokens = chatTokens(body);
+      tokens = chatTokens(body, raw);
     } else if (body.has("prompt")) {
-      tokens = promptTokens(body);
+      tokens = promptTokens(body, raw);
     } else {
       throw new BadRequest(400, "Either prompt or messages is required.", "prompt");
     }
@@ -586,7 +590,7 @@ public final class SimServer implements AutoCloseable {
 
   // ---- request parsing ----
 
-  private OpenAiRequest readRequest(HttpExchange exchange) throws IOException {
+  private static byte[] readBody(HttpExchange exchange) throws IOException {
     byte[] bytes;
     try (InputStream in = exchange.getRequestBody()) {
       bytes = in.readNBytes(MAX_BODY_BYTES + 1);
@@ -594,6 +598,10 @@ public final class SimServer implements AutoCloseable {
     if (bytes.length > MAX_BODY_BYTES) {
       throw new BadRequest(400, "The request body exceeds " + MAX_BODY_BYTES + " bytes.", null);
     }
+    return bytes;
+  }
+
+  private static OpenAiRequest parseRequest(byte[] bytes) {
     try {
       return OpenAiRequest.parse(bytes);
     } catch (JsonException e) {
@@ -610,7 +618,16 @@ public final class SimServer implements AutoCloseable {
     }
   }
 
-  private int[] promptTokens(OpenAiRequest body) {
+  /** The configured {@link RequestTokenizer}'s ids for the raw body; its failures answer 400. */
+  private int[] externalTokens(RequestTokenizer tokenizer, byte[] raw) {
+    try {
+      return tokenizer.tokenizeRequest(raw);
+    } catch (RuntimeException e) {
+      throw new BadRequest(400, String.valueOf(e.getMessage()), null);
+    }
+  }
+
+  private int[] promptTokens(OpenAiRequest body, byte[] raw) {
     OpenAiRequest.Prompt prompt;
     try {
       prompt = body.completionPrompt();
@@ -618,7 +635,8 @@ public final class SimServer implements AutoCloseable {
       throw new BadRequest(400, e.getMessage(), e.param());
     }
     if (prompt.text() != null) {
-      return config.tokenizer().encode(prompt.text());
+      return requestTokenizer != null ? externalTokens(requestTokenizer, raw)
+          : config.tokenizer().encode(prompt.text());
     }
     int[] tokens = prompt.tokens();
     int vocabulary = config.tokenizer().vocabularySize();
@@ -631,7 +649,10 @@ public final class SimServer implements AutoCloseable {
     return tokens;
   }
 
-  private int[] chatTokens(OpenAiRequest body) {
+  private int[] chatTokens(OpenAiRequest body, byte[] raw) {
+    if (requestTokenizer != null) {
+      return externalTokens(requestTokenizer, raw);
+    }
     List<ChatMessage> messages;
     try {
       messages = body.chatMessages();
@@ -750,6 +771,7 @@ public final class SimServer implements AutoCloseable {
     private WireFormat wireFormat = WireFormat.MAP;
     private Consumer<List<KvEvent>> eventListener = events -> {};
     private BiConsumer<String, @Nullable String> requestListener = (path, requestId) -> {};
+    private @Nullable RequestTokenizer requestTokenizer;
 
     private Builder() {}
 
@@ -842,6 +864,19 @@ public final class SimServer implements AutoCloseable {
      */
     public Builder requestListener(BiConsumer<String, @Nullable String> listener) {
       this.requestListener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Tokenizes text prompts and chats with {@code tokenizer} instead of the engine's {@link SimTokenizer}
+     * (default: none), for example with the real tokenizer the gateway uses, so that block hashes, KV events and
+     * {@code /tokenize} agree with the gateway's; prompts given as token ids are taken as they are.
+     *
+     * @param tokenizer the tokenizer
+     * @return this builder
+     */
+    public Builder requestTokenizer(RequestTokenizer tokenizer) {
+      this.requestTokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
       return this;
     }
 
