@@ -154,7 +154,8 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
    * {@code tokenizer_config.json} with the chat template, or a {@code chat_template.jinja}), or from a
    * {@code tokenizer.json} file with its siblings.
    *
-   * @param path the directory vLLM serves the model from, or its {@code tokenizer.json}
+   * @param path the directory vLLM serves the model from (a {@code tokenizer.json.gz} stands in for a missing
+   *     {@code tokenizer.json}), or its {@code tokenizer.json}
    * @return the tokenizer
    * @throws IOException naming the file and the problem if {@code tokenizer.json} is missing or corrupt, a config
    *     is not valid JSON, or the native library cannot be loaded
@@ -496,7 +497,9 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
      *     render
      */
     public HfTokenizer build() throws IOException {
-      Path json = Files.isDirectory(path) ? path.resolve("tokenizer.json") : path;
+      Path plain = Files.isDirectory(path) ? path.resolve("tokenizer.json") : path;
+      Path gz = path.resolve("tokenizer.json.gz"); // a gzip-compressed copy, as this repository's fixtures
+      Path json = Files.isDirectory(path) && !Files.exists(plain) && Files.isRegularFile(gz) ? gz : plain;
       if (!Files.exists(json)) {
         throw new NoSuchFileException(json.toString(), null, Files.isDirectory(path)
             ? "the model directory has no tokenizer.json" : "the tokenizer.json file does not exist");

@@ -205,6 +205,14 @@ final class TokenizerFiles {
       throw new IOException(file + " is a directory, not the " + what + " file");
     }
     byte[] bytes = Files.readAllBytes(file);
+    if (file.getFileName().toString().endsWith(".gz")) {
+      try (java.util.zip.GZIPInputStream in = new java.util.zip.GZIPInputStream(
+          new java.io.ByteArrayInputStream(bytes))) {
+        bytes = in.readAllBytes();
+      } catch (IOException e) {
+        throw new IOException(file + " is not a gzip file: " + e.getMessage(), e);
+      }
+    }
     try {
       return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
           .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
