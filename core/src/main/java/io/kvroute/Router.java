@@ -758,8 +758,8 @@ public final class Router {
     private long[] hashes = new long[256];
     private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
     final Candidates candidates = new Candidates();
-    final KvIndexer.MatchScratch main = new KvIndexer.MatchScratch();
-    final KvIndexer.MatchScratch predicted = new KvIndexer.MatchScratch();
+    final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
+    final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {

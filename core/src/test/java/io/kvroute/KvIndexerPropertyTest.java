@@ -105,7 +105,7 @@ class KvIndexerPropertyTest {
         if (batch != null) {
           batch.flush();
         }
-        index.checkInvariants();
+        IndexInvariants.check(index);
       }
       if (Boolean.getBoolean("kv.debug")) {
         for (int[] doc : docs) {
@@ -120,7 +120,7 @@ class KvIndexerPropertyTest {
     if (batch != null) {
       batch.flush();
     }
-    index.checkInvariants();
+    IndexInvariants.check(index);
     for (int[] doc : docs) {
       long[] query = HASHER.sequenceHashes(doc);
       assertEquals(model.match(query), index.findMatches(query), "final query");

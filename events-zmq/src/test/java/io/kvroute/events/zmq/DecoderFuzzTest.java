@@ -3,7 +3,7 @@ package io.kvroute.events.zmq;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvroute.IndexerInvariants;
+import io.kvroute.IndexInvariants;
 import io.kvroute.KvEvent;
 import io.kvroute.KvIndexer;
 import io.kvroute.WorkerId;
@@ -49,10 +49,10 @@ class DecoderFuzzTest {
       decoded++;
       index.applyAll(workers[random.nextInt(workers.length)], batch.events());
       if (i % 5_000 == 0) {
-        IndexerInvariants.check(index);
+        IndexInvariants.check(index);
       }
     }
-    IndexerInvariants.check(index);
+    IndexInvariants.check(index);
     assertEquals(ITERATIONS, decoded + rejected);
     assertTrue(decoded > ITERATIONS / 20, "mutations should leave some payloads decodable: " + decoded);
     assertTrue(rejected > ITERATIONS / 20, "mutations should break some payloads: " + rejected);
@@ -112,7 +112,7 @@ class DecoderFuzzTest {
       assertEquals(0, stats.gaps() + stats.restarts(), stats.toString());
       assertTrue(stats.decodeErrors() > 0 && stats.batches() > 1, stats.toString());
     }
-    IndexerInvariants.check(index);
+    IndexInvariants.check(index);
   }
 
   private static void send(org.zeromq.ZMQ.Socket socket, byte[]... frames) {
