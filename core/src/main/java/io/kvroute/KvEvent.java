@@ -61,6 +61,11 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
 
     /** Whether these blocks belong to a KV cache group that counts toward prefix matches. */
     public boolean countsTowardPrefix() {
+      return countsTowardPrefix(cacheSpecKind);
+    }
+
+    /** Whether blocks of this KV cache spec kind (null: not sent) count toward prefixes. */
+    static boolean countsTowardPrefix(@Nullable String cacheSpecKind) {
       if (cacheSpecKind == null) {
         return true;
       }

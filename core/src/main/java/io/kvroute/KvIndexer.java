@@ -90,6 +90,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
 
   // applyAll's chunk state, guarded by `applying` (held across a chunk's shared-lock and exclusive-lock phases).
   private final Object applying = new Object();
+  private final KvEventColumns objects = new KvEventColumns(); // the object paths' events, copied per chunk
   private long[] chunkLocals = new long[64]; // local hashes of the chunk's stores, computed outside the write lock
   private int[] chunkLocalsAt = new int[64]; // per event of the chunk: its first local hash in chunkLocals, or -1
   private long[] chunkSeqs = new long[64]; // per store of the chunk: its last sequence hash, for prefetching only
@@ -145,7 +146,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   // ---------------------------------------------------------------------------------------------------------------
-  // Events
+  // Events: every path hands its events to one set of rules as columns (objects are copied into reused ones).
 
   /**
    * Applies one event of {@code worker}; never throws for bad events (they are counted and reported).
@@ -157,14 +158,23 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   public void apply(WorkerId worker, KvEvent event) {
     Objects.requireNonNull(worker, "worker");
     Objects.requireNonNull(event, "event");
-    long stamp = writeLockSpinning();
-    int evictedBefore = (int) entries.evictedEntries;
-    try {
-      applyLocked(worker, event, -1);
-    } finally {
-      lock.unlockWrite(stamp);
+    int evicted;
+    synchronized (applying) {
+      objects.clear();
+      try {
+        objects.add(event);
+        long stamp = writeLockSpinning();
+        int evictedBefore = (int) entries.evictedEntries;
+        try {
+          applyLocked(worker, objects, 0, -1);
+        } finally {
+          lock.unlockWrite(stamp);
+          evicted = (int) entries.evictedEntries - evictedBefore;
+        }
+      } finally {
+        objects.clear();
+      }
     }
-    int evicted = (int) entries.evictedEntries - evictedBefore;
     if (evicted > 0) {
       listener.onIndexEviction(evicted);
     }
@@ -201,23 +211,71 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       int evicted;
       synchronized (applying) { // concurrent batches take turns per chunk
-        prepare(worker, events, from, to);
-        long stamp = writeLockSpinning();
-        int evictedBefore = (int) entries.evictedEntries;
+        objects.clear();
         try {
           for (int i = from; i < to; i++) {
-            applyLocked(worker, events.get(i), chunkLocalsAt[i - from]);
+            objects.add(events.get(i));
           }
+          evicted = applyChunk(worker, objects, 0, to - from);
         } finally {
-          lock.unlockWrite(stamp);
+          objects.clear();
         }
-        evicted = (int) entries.evictedEntries - evictedBefore;
       }
       if (evicted > 0) {
         listener.onIndexEviction(evicted);
       }
       from = to;
     }
+  }
+
+  /**
+   * Applies a batch of events of {@code worker} held in columns, in order, exactly as {@link #applyAll} applies the
+   * same events as objects (same chunks, same rules, same reports), without allocating for ordinary events; never
+   * throws for bad events. The columns are only read; the caller may clear and refill them once this returns.
+   *
+   * @param worker the worker the events come from
+   * @param batch the events, in the order the engine produced them
+   */
+  @Override
+  public void applyColumns(WorkerId worker, KvEventColumns batch) {
+    Objects.requireNonNull(worker, "worker");
+    Objects.requireNonNull(batch, "batch");
+    int n = batch.size();
+    for (int from = 0; from < n; ) {
+      int blocks = blocksOf(batch, from);
+      int to = from + 1;
+      while (to < n) {
+        int more = blocksOf(batch, to);
+        if (blocks + more > CHUNK_BLOCKS) {
+          break;
+        }
+        blocks += more;
+        to++;
+      }
+      int evicted;
+      synchronized (applying) { // concurrent batches take turns per chunk
+        evicted = applyChunk(worker, batch, from, to);
+      }
+      if (evicted > 0) {
+        listener.onIndexEviction(evicted);
+      }
+      from = to;
+    }
+  }
+
+  /** Applies events {@code [from, to)} as one chunk and returns the entries evicted; caller holds {@code applying}. */
+  private int applyChunk(WorkerId worker, KvEventColumns events, int from, int to) {
+    prepare(worker, events, from, to);
+    long stamp = writeLockSpinning();
+    int evictedBefore = (int) entries.evictedEntries;
+    try {
+      for (int i = from; i < to; i++) {
+        applyLocked(worker, events, i, chunkLocalsAt[i - from]);
+      }
+    } finally {
+      lock.unlockWrite(stamp);
+    }
+    return (int) entries.evictedEntries - evictedBefore;
   }
 
   /**
@@ -279,38 +337,46 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return CHUNK_BLOCKS;
   }
 
+  /** {@link #blocksOf(KvEvent)} for event {@code i} of columns. */
+  private static int blocksOf(KvEventColumns events, int i) {
+    return events.kind(i) == KvEventColumns.CLEARED ? CHUNK_BLOCKS : Math.max(1, events.blocks(i));
+  }
+
   /**
    * The shared-lock phase of a chunk (caller holds {@code applying}): computes the local hashes of its stores
    * without any lock, then, under the shared lock, touches the buckets and entries the exclusive phase will read,
    * gathering independent loads so that their cache misses overlap. Reads only; nothing found here is trusted by
    * the exclusive phase except the local hashes, which depend on the event alone.
    */
-  private void prepare(WorkerId worker, List<? extends KvEvent> events, int from, int to) {
+  private void prepare(WorkerId worker, KvEventColumns events, int from, int to) {
     int count = to - from;
     if (chunkLocalsAt.length < count) {
       chunkLocalsAt = new int[Math.max(count, chunkLocalsAt.length * 2)];
       chunkSeqs = new long[chunkLocalsAt.length];
       chunkSeqKnown = new boolean[chunkLocalsAt.length];
     }
+    int[] tokens = events.tokens();
     int locals = 0;
     int removals = 0;
     for (int k = 0; k < count; k++) {
-      KvEvent event = events.get(from + k);
+      int i = from + k;
       chunkLocalsAt[k] = -1;
       chunkSeqKnown[k] = false;
-      if (event instanceof KvEvent.BlockStored stored && hashable(stored)) {
-        int blocks = stored.blockHashes().length;
+      byte kind = events.kind(i);
+      if (kind == KvEventColumns.STORED && hashable(events, i)) {
+        int blocks = events.blocks(i);
         if (chunkLocals.length < locals + blocks) {
           chunkLocals = Arrays.copyOf(chunkLocals, Math.max(locals + blocks, chunkLocals.length * 2));
         }
-        int[] tokens = stored.tokenIds();
-        for (int i = 0; i < blocks; i++) {
-          chunkLocals[locals + i] = hasher.localHash(tokens, i * blockSize, stored.loraName(), stored.extraKeysOf(i));
+        int at = events.tokenStart(i);
+        String lora = events.loraName(i);
+        for (int b = 0; b < blocks; b++) {
+          chunkLocals[locals + b] = hasher.localHash(tokens, at + b * blockSize, lora, events.extraKeysOf(i, b));
         }
         chunkLocalsAt[k] = locals;
         locals += blocks;
-      } else if (event instanceof KvEvent.BlockRemoved removed) {
-        removals += removed.blockHashes().length;
+      } else if (kind == KvEventColumns.REMOVED) {
+        removals += events.blocks(i);
       }
     }
     if (chunkRemoved.length < removals) {
@@ -319,6 +385,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       chunkTiers = new int[grown];
       chunkEntries = new int[grown];
     }
+    long[] hashes = events.hashes();
     long stamp = lock.readLock();
     try {
       int slot = slots.getInt(worker);
@@ -328,15 +395,15 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       long sink = 0;
       int r = 0;
       for (int k = 0; k < count; k++) {
-        KvEvent event = events.get(from + k);
-        if (event instanceof KvEvent.BlockRemoved removed) {
-          int slotTier = slot * TIERS + removed.tier().ordinal();
-          for (long hash : removed.blockHashes()) {
+        int i = from + k;
+        if (events.kind(i) == KvEventColumns.REMOVED) {
+          int slotTier = slot * TIERS + events.tierOrdinal(i);
+          for (int h = events.hashStart(i), end = events.hashStart(i + 1); h < end; h++) {
             chunkTiers[r] = slotTier;
-            chunkRemoved[r++] = hash;
+            chunkRemoved[r++] = hashes[h];
           }
         } else if (chunkLocalsAt[k] >= 0) {
-          sink += touchStore(slot, (KvEvent.BlockStored) event, chunkLocalsAt[k], events, from, k);
+          sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
       chunkSink = sink + entries.touchRemovals(chunkTiers, chunkRemoved, chunkEntries, r);
@@ -346,35 +413,37 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /** Whether a store's local hashes can be computed ahead: it is one the exclusive phase will hash. */
-  private boolean hashable(KvEvent.BlockStored event) {
-    int blocks = event.blockHashes().length;
-    return blocks > 0 && event.countsTowardPrefix() && event.blockSize() == blockSize
-        && (long) blocks * blockSize == event.tokenIds().length
-        && (event.extraKeys() == null || event.extraKeys().length <= blocks);
+  private boolean hashable(KvEventColumns events, int i) {
+    int blocks = events.blocks(i);
+    long[][] extraKeys = events.extraKeys(i);
+    return blocks > 0 && events.countsTowardPrefix(i) && events.blockSize(i) == blockSize
+        && (long) blocks * blockSize == events.tokenCount(i)
+        && (extraKeys == null || extraKeys.length <= blocks);
   }
 
   /**
    * Touches a store's engine buckets, and, from its parent's sequence hash (an earlier store of the chunk or the
    * index), the sequence buckets its blocks will join; caller holds the shared lock.
    */
-  private long touchStore(int slot, KvEvent.BlockStored event, int localsAt, List<? extends KvEvent> events,
-      int from, int k) {
-    int tier = event.tier().ordinal();
-    long[] hashes = event.blockHashes();
-    long sink = entries.touchEngine(slot * TIERS + tier, hashes);
+  private long touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
+    int tier = events.tierOrdinal(i);
+    long[] hashes = events.hashes();
+    int first = events.hashStart(i);
+    int blocks = events.blocks(i);
+    long sink = entries.touchEngine(slot * TIERS + tier, hashes, first, blocks);
     chunkSeqKnown[k] = false;
-    Long parentHash = event.parentBlockHash();
+    boolean atRoot = !events.hasParent(i);
+    long parentHash = events.parent(i);
     long previous = 0;
-    boolean known = parentHash == null;
+    boolean known = atRoot;
     if (!known) {
       // The parent is most often the last block of the store just before: not in the index before this chunk.
       for (int j = k - 1; j >= 0 && !known; j--) {
-        if (chunkSeqKnown[j] && events.get(from + j) instanceof KvEvent.BlockStored earlier) {
-          long[] earlierHashes = earlier.blockHashes();
-          if (earlierHashes[earlierHashes.length - 1] == parentHash) {
-            previous = chunkSeqs[j]; // the last sequence hash of that store
-            known = true;
-          }
+        int earlier = from + j;
+        if (chunkSeqKnown[j] && events.kind(earlier) == KvEventColumns.STORED
+            && hashes[events.hashStart(earlier + 1) - 1] == parentHash) {
+          previous = chunkSeqs[j]; // the last sequence hash of that store
+          known = true;
         }
       }
       if (!known) {
@@ -389,9 +458,9 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       return sink;
     }
     long seq = previous;
-    for (int i = 0; i < hashes.length; i++) {
-      long local = chunkLocals[localsAt + i];
-      seq = parentHash == null && i == 0 ? local : BlockHasher.sequenceHash(seq, local);
+    for (int b = 0; b < blocks; b++) {
+      long local = chunkLocals[localsAt + b];
+      seq = atRoot && b == 0 ? local : BlockHasher.sequenceHash(seq, local);
       sink += entries.touchSeq(seq);
     }
     chunkSeqs[k] = seq;
@@ -399,12 +468,13 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return sink;
   }
 
-  /** Applies one event; the caller holds the write lock. {@code localsAt} is as in {@link #applyStored}. */
-  private void applyLocked(WorkerId worker, KvEvent event, int localsAt) {
-    if (event instanceof KvEvent.BlockStored stored) {
-      applyStored(worker, stored, localsAt);
-    } else if (event instanceof KvEvent.BlockRemoved removed) {
-      applyRemoved(worker, removed);
+  /** Applies event {@code i}; the caller holds the write lock. {@code localsAt} is as in {@link #applyStored}. */
+  private void applyLocked(WorkerId worker, KvEventColumns events, int i, int localsAt) {
+    byte kind = events.kind(i);
+    if (kind == KvEventColumns.STORED) {
+      applyStored(worker, events, i, localsAt);
+    } else if (kind == KvEventColumns.REMOVED) {
+      applyRemoved(worker, events, i);
     } else {
       int slot = slots.getInt(worker);
       if (slot != NIL) {
@@ -437,84 +507,90 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Applies a store; the caller holds the write lock. {@code localsAt} is where {@link #prepare} put the event's
-   * local hashes in {@code chunkLocals}, or -1 to compute them here.
+   * Applies store {@code i}; the caller holds the write lock. {@code localsAt} is where {@link #prepare} put the
+   * event's local hashes in {@code chunkLocals}, or -1 to compute them here.
    */
-  private void applyStored(WorkerId worker, KvEvent.BlockStored event, int localsAt) {
-    long[] hashes = event.blockHashes();
-    int blocks = hashes.length;
+  private void applyStored(WorkerId worker, KvEventColumns events, int i, int localsAt) {
+    int blocks = events.blocks(i);
     if (blocks == 0) {
       return;
     }
-    if (!event.countsTowardPrefix()) {
+    if (!events.countsTowardPrefix(i)) {
       ignoredBlocks += blocks;
       return;
     }
-    boolean tokenless = event.blockSize() == 0 && event.tokenIds().length == 0;
-    if (!tokenless && event.blockSize() != blockSize) {
+    int eventBlockSize = events.blockSize(i);
+    int tokenCount = events.tokenCount(i);
+    boolean tokenless = eventBlockSize == 0 && tokenCount == 0;
+    if (!tokenless && eventBlockSize != blockSize) {
       mismatchedBlocks += blocks;
-      listener.onBlockSizeMismatch(worker, blockSize, event.blockSize(), blocks);
+      listener.onBlockSizeMismatch(worker, blockSize, eventBlockSize, blocks);
       return;
     }
-    String invalid = validate(event, tokenless);
+    String invalid = validate(events, i, tokenless);
     if (invalid != null) {
       invalidEvents++;
-      listener.onInvalidEvent(worker, event, invalid);
+      listener.onInvalidEvent(worker, events.event(i), invalid);
       return;
     }
     int slot = slotFor(worker);
     if (slot == NIL) {
-      listener.onEventForUnknownWorker(worker, event);
+      listener.onEventForUnknownWorker(worker, events.event(i));
       return;
     }
-    int tier = event.tier().ordinal();
+    int tier = events.tierOrdinal(i);
     int slotTier = slot * TIERS + tier;
     storedBlocks += blocks;
 
+    long[] hashes = events.hashes();
+    int first = events.hashStart(i);
     boolean orphan = false;
     long previous = 0;
-    boolean atRoot = event.parentBlockHash() == null;
+    boolean atRoot = !events.hasParent(i);
     if (!atRoot) {
-      int parent = entries.findAnyTier(slot, tier, event.parentBlockHash());
+      int parent = entries.findAnyTier(slot, tier, events.parent(i));
       if (parent == NIL || entries.isOrphan(parent)) {
         orphan = true;
       } else {
         previous = entries.seqOf(parent);
       }
     }
-    entries.prefetchEngineChains(slotTier, hashes, blocks);
-    int[] tokens = event.tokenIds();
+    entries.prefetchEngineChains(slotTier, hashes, first, blocks);
     long[] seqs = null;
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
       // can be fetched together, their cache misses overlapping instead of one per stored block.
       seqs = seqScratch(blocks);
-      for (int i = 0; i < blocks; i++) {
-        long local = localsAt >= 0 ? chunkLocals[localsAt + i]
-            : hasher.localHash(tokens, i * blockSize, event.loraName(), event.extraKeysOf(i));
-        seqs[i] = atRoot && i == 0 ? local : BlockHasher.sequenceHash(previous, local);
-        previous = seqs[i];
+      int[] tokens = events.tokens();
+      int at = events.tokenStart(i);
+      String lora = events.loraName(i);
+      for (int b = 0; b < blocks; b++) {
+        long local = localsAt >= 0 ? chunkLocals[localsAt + b]
+            : hasher.localHash(tokens, at + b * blockSize, lora, events.extraKeysOf(i, b));
+        seqs[b] = atRoot && b == 0 ? local : BlockHasher.sequenceHash(previous, local);
+        previous = seqs[b];
       }
       entries.prefetchSeqChains(seqs, blocks);
     }
     int orphans = 0;
-    for (int i = 0; i < blocks; i++) {
+    for (int b = 0; b < blocks; b++) {
       long seq = 0;
       boolean blockOrphan = orphan;
+      long hash = hashes[first + b];
       if (tokenless) {
         // A tokenless block is known only through the same engine block in a tier; its parent does not matter.
-        int twin = entries.findAnyTier(slot, tier, hashes[i]);
+        int twin = entries.findAnyTier(slot, tier, hash);
         blockOrphan = twin == NIL || entries.isOrphan(twin);
         if (!blockOrphan) {
           seq = entries.seqOf(twin);
         }
       } else if (!orphan) {
-        seq = seqs[i];
+        seq = seqs[b];
       }
       if (blockOrphan) {
         orphans++;
       }
-      entries.upsert(slotTier, hashes[i], seq, blockOrphan);
+      entries.upsert(slotTier, hash, seq, blockOrphan);
     }
     if (orphans > 0) {
       orphanBlocks += orphans;
@@ -529,44 +605,49 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return seqScratch;
   }
 
-  private @Nullable String validate(KvEvent.BlockStored event, boolean tokenless) {
-    long[] hashes = event.blockHashes();
-    if (!tokenless && (long) hashes.length * event.blockSize() != event.tokenIds().length) {
-      return "token_ids has " + event.tokenIds().length + " tokens but " + hashes.length + " blocks of "
-          + event.blockSize() + " need " + (long) hashes.length * event.blockSize();
+  private @Nullable String validate(KvEventColumns events, int i, boolean tokenless) {
+    int blocks = events.blocks(i);
+    int eventBlockSize = events.blockSize(i);
+    int tokenCount = events.tokenCount(i);
+    if (!tokenless && (long) blocks * eventBlockSize != tokenCount) {
+      return "token_ids has " + tokenCount + " tokens but " + blocks + " blocks of " + eventBlockSize + " need "
+          + (long) blocks * eventBlockSize;
     }
-    if (event.extraKeys() != null && event.extraKeys().length > hashes.length) {
-      return "extra_keys has " + event.extraKeys().length + " entries for " + hashes.length + " blocks";
+    long[][] extraKeys = events.extraKeys(i);
+    if (extraKeys != null && extraKeys.length > blocks) {
+      return "extra_keys has " + extraKeys.length + " entries for " + blocks + " blocks";
     }
-    Long parent = event.parentBlockHash();
-    if (parent != null) {
-      for (long hash : hashes) {
-        if (hash == parent) {
-          return "block hash " + Long.toUnsignedString(hash) + " equals its parent";
+    long[] hashes = events.hashes();
+    int first = events.hashStart(i);
+    if (events.hasParent(i)) {
+      long parent = events.parent(i);
+      for (int h = first; h < first + blocks; h++) {
+        if (hashes[h] == parent) {
+          return "block hash " + Long.toUnsignedString(hashes[h]) + " equals its parent";
         }
       }
     }
-    if (hashes.length > 32) {
-      return duplicateIn(hashes); // sorted check: the pairwise one below is quadratic
+    if (blocks > 32) {
+      return duplicateIn(hashes, first, blocks); // sorted check: the pairwise one below is quadratic
     }
-    for (int i = 1; i < hashes.length; i++) {
-      for (int j = 0; j < i; j++) {
-        if (hashes[j] == hashes[i]) {
-          return "block hash " + Long.toUnsignedString(hashes[i]) + " repeats in one event";
+    for (int a = 1; a < blocks; a++) {
+      for (int b = 0; b < a; b++) {
+        if (hashes[first + b] == hashes[first + a]) {
+          return "block hash " + Long.toUnsignedString(hashes[first + a]) + " repeats in one event";
         }
       }
     }
     return null;
   }
 
-  private @Nullable String duplicateIn(long[] hashes) {
-    if (sortScratch.length < hashes.length) {
-      sortScratch = new long[Math.max(hashes.length, sortScratch.length * 2)];
+  private @Nullable String duplicateIn(long[] hashes, int first, int count) {
+    if (sortScratch.length < count) {
+      sortScratch = new long[Math.max(count, sortScratch.length * 2)];
     }
     long[] sorted = sortScratch; // reused under the write lock: no allocation per event
-    System.arraycopy(hashes, 0, sorted, 0, hashes.length);
-    Arrays.sort(sorted, 0, hashes.length);
-    for (int i = 1; i < hashes.length; i++) {
+    System.arraycopy(hashes, first, sorted, 0, count);
+    Arrays.sort(sorted, 0, count);
+    for (int i = 1; i < count; i++) {
       if (sorted[i] == sorted[i - 1]) {
         return "block hash " + Long.toUnsignedString(sorted[i]) + " repeats in one event";
       }
@@ -574,20 +655,21 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return null;
   }
 
-  private void applyRemoved(WorkerId worker, KvEvent.BlockRemoved event) {
+  private void applyRemoved(WorkerId worker, KvEventColumns events, int i) {
     int slot = slots.getInt(worker);
-    long[] hashes = event.blockHashes();
+    int blocks = events.blocks(i);
     if (slot == NIL) {
-      unknownRemovals += hashes.length;
-      if (hashes.length > 0) {
-        listener.onUnknownRemoval(worker, hashes.length);
+      unknownRemovals += blocks;
+      if (blocks > 0) {
+        listener.onUnknownRemoval(worker, blocks);
       }
       return;
     }
-    int slotTier = slot * TIERS + event.tier().ordinal();
+    int slotTier = slot * TIERS + events.tierOrdinal(i);
+    long[] hashes = events.hashes();
     int unknown = 0;
-    for (long hash : hashes) {
-      if (entries.release(slotTier, hash)) {
+    for (int h = events.hashStart(i), end = h + blocks; h < end; h++) {
+      if (entries.release(slotTier, hashes[h])) {
         removedBlocks++;
       } else {
         unknown++;

@@ -14,7 +14,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * {@link PrefixTable#match}, which reads chains breadth-first in chunks, against the definition walked block by
+ * {@link PrefixTable#match}, which gathers bucket reads in chunks (1, 16, then 128 blocks), against the definition walked block by
  * block (each block's chain in order, stopping at the first block no slot extends): the same depths, GPU depths and
  * order of touched slots, on prompts spanning several chunks, held to different depths by several workers in two
  * tiers, over tables full enough for long chains.
@@ -29,7 +29,7 @@ class PrefixTableMatchTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("seeds")
-  void breadthFirstMatchEqualsTheBlockByBlockWalk(String name, long seed) {
+  void gatheredMatchEqualsTheBlockByBlockWalk(String name, long seed) {
     SplittableRandom random = new SplittableRandom(seed);
     int budget = 1 << (10 + random.nextInt(4));
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).maxEntries(budget).build();

@@ -121,7 +121,7 @@ class DecoderFuzzTest {
     }
   }
 
-  private static List<byte[]> corpus(SplittableRandom random) {
+  static List<byte[]> corpus(SplittableRandom random) {
     List<byte[]> corpus = new ArrayList<>();
     corpus.add(Hex.bytes(Hex.VECTOR_A));
     corpus.add(Hex.bytes(Hex.VECTOR_B));
@@ -138,7 +138,7 @@ class DecoderFuzzTest {
     return corpus;
   }
 
-  private static byte[] mutate(byte[] original, SplittableRandom random) {
+  static byte[] mutate(byte[] original, SplittableRandom random) {
     byte[] b = original.clone();
     int mutations = 1 + random.nextInt(4);
     for (int m = 0; m < mutations && b.length > 0; m++) {
