@@ -81,6 +81,11 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
      *     and other groups
      */
     public boolean countsTowardPrefix() {
+      return countsTowardPrefix(cacheSpecKind);
+    }
+
+    /** Whether blocks of this KV cache spec kind (null: not sent) count toward prefixes. */
+    static boolean countsTowardPrefix(@Nullable String cacheSpecKind) {
       if (cacheSpecKind == null) {
         return true;
       }

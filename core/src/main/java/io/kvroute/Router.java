@@ -743,6 +743,23 @@ public final class Router {
       applied(worker, state);
     }
 
+    /** As {@link #applyAll}, for events held in columns (see {@link KvIndexer#applyColumns}). */
+    @Override
+    public void applyColumns(WorkerId worker, KvEventColumns batch) {
+      WorkerRegistry.WorkerState state = registry.state(worker);
+      if (state == null) {
+        for (int i = 0; i < batch.size(); i++) {
+          listener.onEventForUnknownWorker(worker, batch.event(i));
+        }
+        return;
+      }
+      if (batch.size() == 0) {
+        return;
+      }
+      indexer.applyColumns(worker, batch);
+      applied(worker, state);
+    }
+
     private void applied(WorkerId worker, WorkerRegistry.WorkerState state) {
       if (!registry.contains(worker)) {
         indexer.removeWorker(worker); // removed while the events were applied
@@ -758,8 +775,8 @@ public final class Router {
     private long[] hashes = new long[256];
     private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
     final Candidates candidates = new Candidates();
-    final KvIndexer.MatchScratch main = new KvIndexer.MatchScratch();
-    final KvIndexer.MatchScratch predicted = new KvIndexer.MatchScratch();
+    final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
+    final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {
