@@ -69,7 +69,11 @@ public interface RouterListener extends IndexListener {
    */
   default void onWorkerUpdated(Worker worker) {}
 
-  /** Stale load bookings (requests never closed) expired; called after the admission lock is released. */
+  /**
+   * Stale load bookings (requests never closed) expired; called after the admission lock is released.
+   *
+   * @param count how many bookings expired, at least 1
+   */
   default void onBookingsExpired(int count) {}
 
   /**
