@@ -34,6 +34,10 @@ public final class DecodedBatch {
   /**
    * A batch to encode.
    *
+   * @param timestamp the engine's wall-clock time, in seconds since the epoch
+   * @param events the events, in order; copied
+   * @param dataParallelRank the rank to write, zero or more, or null to write none (as vLLM before v0.9.1)
+   * @return a batch with no group indexes and no skipped or invalid events
    * @throws NullPointerException if {@code events} or one of its elements is null
    * @throws IllegalArgumentException if {@code dataParallelRank} is negative
    */
@@ -47,33 +51,58 @@ public final class DecodedBatch {
     return new DecodedBatch(timestamp, List.copyOf(events), groups, dataParallelRank, 0, 0);
   }
 
-  /** The engine's wall-clock time of the batch, in seconds since the epoch. */
+  /**
+   * The engine's wall-clock time of the batch, in seconds since the epoch.
+   *
+   * @return seconds since the epoch, with a fractional part
+   */
   public double timestamp() {
     return timestamp;
   }
 
-  /** The events this library understands, in the engine's order. */
+  /**
+   * The events this library understands, in the engine's order.
+   *
+   * @return an immutable list; possibly empty
+   */
   public List<KvEvent> events() {
     return events;
   }
 
-  /** The engine's KV cache group index ({@code group_idx}) of event {@code index}, or -1 when it was not sent. */
+  /**
+   * The engine's KV cache group index ({@code group_idx}) of event {@code index}, or -1 when it was not sent.
+   *
+   * @param index the event's position in {@link #events()}
+   * @return the group index, zero or more, or -1
+   */
   public int groupIndex(int index) {
     Objects.checkIndex(index, events.size());
     return index < groupIndexes.length ? groupIndexes[index] : -1;
   }
 
-  /** The data-parallel rank the batch names, or null when the batch has no rank (vLLM before v0.9.1). */
+  /**
+   * The data-parallel rank the batch names, or null when the batch has no rank (vLLM before v0.9.1).
+   *
+   * @return the rank, zero or more, or null
+   */
   public @Nullable Integer dataParallelRank() {
     return dataParallelRank;
   }
 
-  /** Events of a type this library does not know, skipped. */
+  /**
+   * Events of a type this library does not know, skipped.
+   *
+   * @return the count, zero or more
+   */
   public int skippedEvents() {
     return skippedEvents;
   }
 
-  /** Well-formed msgpack events with missing or mistyped required fields, dropped. */
+  /**
+   * Well-formed msgpack events with missing or mistyped required fields, dropped.
+   *
+   * @return the count, zero or more
+   */
   public int invalidEvents() {
     return invalidEvents;
   }
