@@ -55,7 +55,11 @@ public final class SimEngineConfig {
     this.tokenizer = b.tokenizer;
   }
 
-  /** A builder starting from the defaults. */
+  /**
+   * A builder starting from the defaults.
+   *
+   * @return a new builder with {@link #DEFAULT}'s values
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -71,7 +75,11 @@ public final class SimEngineConfig {
     return DEFAULT;
   }
 
-  /** A builder starting from this configuration. */
+  /**
+   * A builder starting from this configuration.
+   *
+   * @return a new builder holding this configuration's values
+   */
   public Builder toBuilder() {
     Builder b = new Builder();
     b.blockSize = blockSize;
@@ -88,57 +96,101 @@ public final class SimEngineConfig {
     return b;
   }
 
-  /** Tokens per KV block. */
+  /**
+   * Tokens per KV block.
+   *
+   * @return the block size, positive
+   */
   public int blockSize() {
     return blockSize;
   }
 
-  /** KV cache capacity in blocks. */
+  /**
+   * KV cache capacity in blocks.
+   *
+   * @return the block count, positive
+   */
   public int numBlocks() {
     return numBlocks;
   }
 
-  /** The per-step token budget shared by prefill chunks and decodes. */
+  /**
+   * The per-step token budget shared by prefill chunks and decodes.
+   *
+   * @return the token budget, positive
+   */
   public int maxNumBatchedTokens() {
     return maxNumBatchedTokens;
   }
 
-  /** The most sequences running at once. */
+  /**
+   * The most sequences running at once.
+   *
+   * @return the sequence count, positive
+   */
   public int maxNumSeqs() {
     return maxNumSeqs;
   }
 
-  /** The longest prompt plus output accepted; longer requests are rejected (by default, the cache's capacity). */
+  /**
+   * The longest prompt plus output accepted; longer requests are rejected (by default, the cache's capacity).
+   *
+   * @return the length in tokens, positive
+   */
   public int maxModelLen() {
     return maxModelLen;
   }
 
-  /** Output tokens generated when a request gives no {@code max_tokens}. */
+  /**
+   * Output tokens generated when a request gives no {@code max_tokens}.
+   *
+   * @return the token count, positive
+   */
   public int defaultMaxTokens() {
     return defaultMaxTokens;
   }
 
-  /** Whether a prompt longer than the step budget is prefilled over several steps. */
+  /**
+   * Whether a prompt longer than the step budget is prefilled over several steps.
+   *
+   * @return true if prompts are prefilled in chunks
+   */
   public boolean chunkedPrefill() {
     return chunkedPrefill;
   }
 
-  /** The seed of the engine-side block hash (random per process unless set). */
+  /**
+   * The seed of the engine-side block hash (random per process unless set).
+   *
+   * @return the seed
+   */
   public long engineHashSeed() {
     return engineHashSeed;
   }
 
-  /** The model name the engine serves. */
+  /**
+   * The model name the engine serves.
+   *
+   * @return the model name, not blank
+   */
   public String modelName() {
     return modelName;
   }
 
-  /** The step timing model. */
+  /**
+   * The step timing model.
+   *
+   * @return the timing model
+   */
   public TimingModel timing() {
     return timing;
   }
 
-  /** The tokenizer for text prompts. */
+  /**
+   * The tokenizer for text prompts.
+   *
+   * @return the tokenizer
+   */
   public SimTokenizer tokenizer() {
     return tokenizer;
   }
@@ -166,25 +218,43 @@ public final class SimEngineConfig {
 
     private Builder() {}
 
-    /** @throws IllegalArgumentException if {@code blockSize} is not positive */
+    /**
+     * @param blockSize tokens per KV block (default {@link SimEngineConfig#DEFAULT_BLOCK_SIZE})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code blockSize} is not positive
+     */
     public Builder blockSize(int blockSize) {
       this.blockSize = positive(blockSize, "blockSize");
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code numBlocks} is not positive */
+    /**
+     * @param numBlocks the KV cache capacity in blocks (default {@link SimEngineConfig#DEFAULT_NUM_BLOCKS})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code numBlocks} is not positive
+     */
     public Builder numBlocks(int numBlocks) {
       this.numBlocks = positive(numBlocks, "numBlocks");
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code maxNumBatchedTokens} is not positive */
+    /**
+     * @param maxNumBatchedTokens the per-step token budget, vLLM's {@code --max-num-batched-tokens} (default
+     *     {@link SimEngineConfig#DEFAULT_MAX_NUM_BATCHED_TOKENS})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code maxNumBatchedTokens} is not positive
+     */
     public Builder maxNumBatchedTokens(int maxNumBatchedTokens) {
       this.maxNumBatchedTokens = positive(maxNumBatchedTokens, "maxNumBatchedTokens");
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code maxNumSeqs} is not positive */
+    /**
+     * @param maxNumSeqs the most sequences running at once, vLLM's {@code --max-num-seqs} (default
+     *     {@link SimEngineConfig#DEFAULT_MAX_NUM_SEQS})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code maxNumSeqs} is not positive
+     */
     public Builder maxNumSeqs(int maxNumSeqs) {
       this.maxNumSeqs = positive(maxNumSeqs, "maxNumSeqs");
       return this;
@@ -193,6 +263,8 @@ public final class SimEngineConfig {
     /**
      * Sets the longest prompt plus output accepted (default: the cache's capacity in tokens).
      *
+     * @param maxModelLen the length in tokens, positive
+     * @return this builder
      * @throws IllegalArgumentException if {@code maxModelLen} is not positive
      */
     public Builder maxModelLen(int maxModelLen) {
@@ -200,25 +272,42 @@ public final class SimEngineConfig {
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code defaultMaxTokens} is not positive */
+    /**
+     * @param defaultMaxTokens output tokens for requests without {@code max_tokens} (default
+     *     {@link SimEngineConfig#DEFAULT_MAX_TOKENS})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code defaultMaxTokens} is not positive
+     */
     public Builder defaultMaxTokens(int defaultMaxTokens) {
       this.defaultMaxTokens = positive(defaultMaxTokens, "defaultMaxTokens");
       return this;
     }
 
-    /** Whether long prompts are prefilled in chunks of the step budget (default true, as in vLLM v1). */
+    /**
+     * Whether long prompts are prefilled in chunks of the step budget (default true, as in vLLM v1).
+     *
+     * @param chunkedPrefill true to prefill in chunks, false to require each prompt to fit one step
+     * @return this builder
+     */
     public Builder chunkedPrefill(boolean chunkedPrefill) {
       this.chunkedPrefill = chunkedPrefill;
       return this;
     }
 
-    /** Fixes the engine-side hash seed (by default random per process, as vLLM without PYTHONHASHSEED). */
+    /**
+     * Fixes the engine-side hash seed (by default random per process, as vLLM without PYTHONHASHSEED).
+     *
+     * @param engineHashSeed the seed of the engine's block hashes
+     * @return this builder
+     */
     public Builder engineHashSeed(long engineHashSeed) {
       this.engineHashSeed = engineHashSeed;
       return this;
     }
 
     /**
+     * @param modelName the name {@code /v1/models} lists and requests must name (default {@code kvroute-sim})
+     * @return this builder
      * @throws NullPointerException if {@code modelName} is null
      * @throws IllegalArgumentException if {@code modelName} is blank
      */
@@ -231,13 +320,21 @@ public final class SimEngineConfig {
       return this;
     }
 
-    /** @throws NullPointerException if {@code timing} is null */
+    /**
+     * @param timing the step timing model (default {@link TimingModel#DEFAULT})
+     * @return this builder
+     * @throws NullPointerException if {@code timing} is null
+     */
     public Builder timing(TimingModel timing) {
       this.timing = Objects.requireNonNull(timing, "timing");
       return this;
     }
 
-    /** @throws NullPointerException if {@code tokenizer} is null */
+    /**
+     * @param tokenizer the tokenizer for text prompts (default {@link SimTokenizer#standard()})
+     * @return this builder
+     * @throws NullPointerException if {@code tokenizer} is null
+     */
     public Builder tokenizer(SimTokenizer tokenizer) {
       this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
       return this;
@@ -246,6 +343,7 @@ public final class SimEngineConfig {
     /**
      * Builds the configuration.
      *
+     * @return a new immutable configuration
      * @throws IllegalStateException if {@code maxModelLen} exceeds the cache's capacity in tokens, or the step
      *     budget is smaller than the longest prompt while chunked prefill is off
      */

@@ -43,6 +43,7 @@ public final class SimMain {
    * Starts the worker and blocks until the JVM shuts down.
    *
    * @param args the options above
+   * @throws InterruptedException if the main thread is interrupted while waiting for shutdown
    */
   public static void main(String[] args) throws InterruptedException {
     PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);

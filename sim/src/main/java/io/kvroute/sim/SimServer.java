@@ -103,7 +103,11 @@ public final class SimServer implements AutoCloseable {
     engineThread.setDaemon(true);
   }
 
-  /** A builder with the defaults: {@link SimEngineConfig#DEFAULT}, loopback, an ephemeral port, real time. */
+  /**
+   * A builder with the defaults: {@link SimEngineConfig#DEFAULT}, loopback, an ephemeral port, real time.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -113,7 +117,11 @@ public final class SimServer implements AutoCloseable {
     http.start();
   }
 
-  /** The server's base URI, for example {@code http://127.0.0.1:41234}. */
+  /**
+   * The server's base URI, for example {@code http://127.0.0.1:41234}.
+   *
+   * @return the URI with the bound address and port, without a trailing slash
+   */
   public URI baseUri() {
     InetSocketAddress address = http.getAddress();
     return URI.create("http://" + hostLiteral(address.getAddress().getHostAddress()) + ":" + address.getPort());
@@ -123,32 +131,56 @@ public final class SimServer implements AutoCloseable {
     return host.contains(":") ? "[" + host + "]" : host;
   }
 
-  /** The bound HTTP port. */
+  /**
+   * The bound HTTP port.
+   *
+   * @return the port, from 1 to 65535
+   */
   public int port() {
     return http.getAddress().getPort();
   }
 
-  /** The ZeroMQ endpoint KV events are published on, or null if publishing is off. */
+  /**
+   * The ZeroMQ endpoint KV events are published on, or null if publishing is off.
+   *
+   * @return the endpoint URI, such as {@code tcp://127.0.0.1:40123}, or null
+   */
   public @Nullable String kvEventsEndpoint() {
     return publisher == null ? null : publisher.endpoint();
   }
 
-  /** The ZeroMQ replay endpoint, or null if publishing or replay is off. */
+  /**
+   * The ZeroMQ replay endpoint, or null if publishing or replay is off.
+   *
+   * @return the endpoint URI, or null
+   */
   public @Nullable String kvEventsReplayEndpoint() {
     return publisher == null ? null : publisher.replayEndpoint();
   }
 
-  /** The publisher of KV events, or null if publishing is off (tests use it to wait for subscribers). */
+  /**
+   * The publisher of KV events, or null if publishing is off (tests use it to wait for subscribers).
+   *
+   * @return the publisher, or null
+   */
   public @Nullable KvEventPublisher kvEventPublisher() {
     return publisher;
   }
 
-  /** The engine's configuration. */
+  /**
+   * The engine's configuration.
+   *
+   * @return the configuration the server was built with
+   */
   public SimEngineConfig config() {
     return config;
   }
 
-  /** The engine's current state and counters. */
+  /**
+   * The engine's current state and counters.
+   *
+   * @return a consistent snapshot, taken under the engine's lock
+   */
   public Snapshot snapshot() {
     synchronized (lock) {
       return new Snapshot(engine.numRunning(), engine.numWaiting(), engine.kvCacheUsage(), engine.cachedBlocks(),
@@ -321,19 +353,33 @@ public final class SimServer implements AutoCloseable {
 
     private Builder() {}
 
-    /** The engine's configuration (default {@link SimEngineConfig#DEFAULT}). */
+    /**
+     * The engine's configuration (default {@link SimEngineConfig#DEFAULT}).
+     *
+     * @param engine the engine configuration: cache size, step budget, timing, tokenizer, model name
+     * @return this builder
+     */
     public Builder engine(SimEngineConfig engine) {
       this.engine = Objects.requireNonNull(engine, "engine");
       return this;
     }
 
-    /** The address to bind (default {@code 127.0.0.1}). */
+    /**
+     * The address to bind (default {@code 127.0.0.1}).
+     *
+     * @param host a host name or IP literal to bind the HTTP server to
+     * @return this builder
+     */
     public Builder host(String host) {
       this.host = Objects.requireNonNull(host, "host");
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code port} is outside [0, 65535]; 0 (default) picks a free port */
+    /**
+     * @param port the HTTP port, from 0 to 65535
+     * @return this builder
+     * @throws IllegalArgumentException if {@code port} is outside [0, 65535]; 0 (default) picks a free port
+     */
     public Builder port(int port) {
       if (port < 0 || port > 65_535) {
         throw new IllegalArgumentException("port must be in [0, 65535] but was " + port);
@@ -345,6 +391,8 @@ public final class SimServer implements AutoCloseable {
     /**
      * Runs model time this many times faster than real time (default 1.0).
      *
+     * @param speedup the speed-up factor, positive and finite (above 1 runs faster than real hardware)
+     * @return this builder
      * @throws IllegalArgumentException if not a positive finite number
      */
     public Builder speedup(double speedup) {
@@ -355,31 +403,56 @@ public final class SimServer implements AutoCloseable {
       return this;
     }
 
-    /** Whether to publish KV events over ZeroMQ (default true). */
+    /**
+     * Whether to publish KV events over ZeroMQ (default true).
+     *
+     * @param kvEvents true to publish, false for an engine without KV events
+     * @return this builder
+     */
     public Builder kvEvents(boolean kvEvents) {
       this.kvEvents = kvEvents;
       return this;
     }
 
-    /** The ZeroMQ endpoint to bind for live events (default {@code tcp://127.0.0.1:0}, an ephemeral port). */
+    /**
+     * The ZeroMQ endpoint to bind for live events (default {@code tcp://127.0.0.1:0}, an ephemeral port).
+     *
+     * @param endpoint a ZeroMQ endpoint to bind, such as {@code tcp://0.0.0.0:5557}
+     * @return this builder
+     */
     public Builder kvEventsEndpoint(String endpoint) {
       this.kvEventsEndpoint = Objects.requireNonNull(endpoint, "endpoint");
       return this;
     }
 
-    /** The ZeroMQ replay endpoint to bind, or null for none (default {@code tcp://127.0.0.1:0}). */
+    /**
+     * The ZeroMQ replay endpoint to bind, or null for none (default {@code tcp://127.0.0.1:0}).
+     *
+     * @param endpoint a ZeroMQ endpoint to bind, or null for no replay socket
+     * @return this builder
+     */
     public Builder kvEventsReplayEndpoint(@Nullable String endpoint) {
       this.kvEventsReplayEndpoint = endpoint;
       return this;
     }
 
-    /** The topic of every event message (default {@code kv-events}, as in the article's deployment). */
+    /**
+     * The topic of every event message (default {@code kv-events}, as in the article's deployment).
+     *
+     * @param topic the topic, possibly empty
+     * @return this builder
+     */
     public Builder kvEventsTopic(String topic) {
       this.kvEventsTopic = Objects.requireNonNull(topic, "topic");
       return this;
     }
 
-    /** The data-parallel rank written in every batch (default 0). */
+    /**
+     * The data-parallel rank written in every batch (default 0).
+     *
+     * @param rank the rank, zero or more
+     * @return this builder
+     */
     public Builder dataParallelRank(int rank) {
       if (rank < 0) {
         throw new IllegalArgumentException("dataParallelRank must not be negative but was " + rank);
@@ -388,7 +461,12 @@ public final class SimServer implements AutoCloseable {
       return this;
     }
 
-    /** The event batch layout (default {@link WireFormat#MAP}, current vLLM). */
+    /**
+     * The event batch layout (default {@link WireFormat#MAP}, current vLLM).
+     *
+     * @param format the layout of the events in a batch
+     * @return this builder
+     */
     public Builder wireFormat(WireFormat format) {
       this.wireFormat = Objects.requireNonNull(format, "format");
       return this;
@@ -397,6 +475,9 @@ public final class SimServer implements AutoCloseable {
     /**
      * Also hands every step's KV events to {@code listener}, on the engine thread (it must be fast and must not
      * call back into the server).
+     *
+     * @param listener receives each step's events, in order
+     * @return this builder
      */
     public Builder eventListener(Consumer<List<KvEvent>> listener) {
       this.eventListener = Objects.requireNonNull(listener, "listener");
@@ -407,6 +488,9 @@ public final class SimServer implements AutoCloseable {
      * Also tells {@code listener} of every generation request ({@code /v1/completions},
      * {@code /v1/chat/completions}) as it arrives, before its body is read: its path and its {@code X-Request-Id}
      * header (or null). Called on the HTTP thread; it must be fast. Fault tests count requests with it.
+     *
+     * @param listener receives the request path and its {@code X-Request-Id}, or null
+     * @return this builder
      */
     public Builder requestListener(BiConsumer<String, @Nullable String> listener) {
       this.requestListener = Objects.requireNonNull(listener, "listener");

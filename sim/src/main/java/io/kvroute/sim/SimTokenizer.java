@@ -40,7 +40,11 @@ public final class SimTokenizer {
     this.vocabularySize = vocabularySize;
   }
 
-  /** The tokenizer with {@link #DEFAULT_VOCABULARY_SIZE} ids, which the simulator uses by default. */
+  /**
+   * The tokenizer with {@link #DEFAULT_VOCABULARY_SIZE} ids, which the simulator uses by default.
+   *
+   * @return the shared standard tokenizer
+   */
   public static SimTokenizer standard() {
     return STANDARD;
   }
@@ -48,6 +52,8 @@ public final class SimTokenizer {
   /**
    * A tokenizer with {@code vocabularySize} ids.
    *
+   * @param vocabularySize the number of token ids, above {@link #FIRST_WORD_ID}
+   * @return a tokenizer with that vocabulary
    * @throws IllegalArgumentException if {@code vocabularySize} is at most {@link #FIRST_WORD_ID}
    */
   public static SimTokenizer of(int vocabularySize) {
@@ -58,12 +64,21 @@ public final class SimTokenizer {
     return vocabularySize == DEFAULT_VOCABULARY_SIZE ? STANDARD : new SimTokenizer(vocabularySize);
   }
 
-  /** The number of token ids. */
+  /**
+   * The number of token ids.
+   *
+   * @return the vocabulary size
+   */
   public int vocabularySize() {
     return vocabularySize;
   }
 
-  /** Encodes {@code text}, one token per whitespace-separated word. */
+  /**
+   * Encodes {@code text}, one token per whitespace-separated word.
+   *
+   * @param text the text to encode
+   * @return the token ids, one per word; empty for blank text
+   */
   public int[] encode(String text) {
     Objects.requireNonNull(text, "text");
     int[] out = new int[16];
@@ -88,7 +103,12 @@ public final class SimTokenizer {
     return Arrays.copyOf(out, n);
   }
 
-  /** The number of tokens {@link #encode} would return for {@code text}. */
+  /**
+   * The number of tokens {@link #encode} would return for {@code text}.
+   *
+   * @param text the text to count
+   * @return the token count, zero or more
+   */
   public int count(String text) {
     return encode(text).length;
   }
@@ -96,6 +116,8 @@ public final class SimTokenizer {
   /**
    * Encodes a chat conversation through the fixed template, ending with the opening of the assistant's turn.
    *
+   * @param messages the conversation, in order
+   * @return the token ids of the templated conversation
    * @throws NullPointerException if a message, role or content is null
    */
   public int[] encodeChat(List<ChatMessage> messages) {
@@ -124,12 +146,22 @@ public final class SimTokenizer {
   /**
    * A printable word for token {@code id}, used by the simulator to render generated tokens. Words from this
    * method do not in general encode back to the same id.
+   *
+   * @param id a token id, zero or more
+   * @return the word, such as {@code t1z}
    */
   public String word(int id) {
     return "t" + Integer.toString(id, 36);
   }
 
-  /** The text of a generated token sequence: each token's {@link #word}, each preceded by a space. */
+  /**
+   * The text of a generated token sequence: each token's {@link #word}, each preceded by a space.
+   *
+   * @param ids the token ids
+   * @param offset the index of the first token to decode
+   * @param length how many tokens to decode
+   * @return the text, empty when {@code length} is 0
+   */
   public String decode(int[] ids, int offset, int length) {
     StringBuilder sb = new StringBuilder(length * 6);
     for (int i = offset; i < offset + length; i++) {

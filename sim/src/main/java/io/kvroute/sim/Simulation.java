@@ -79,12 +79,20 @@ public final class Simulation {
     this.clientJitterSeed = b.clientJitterSeed;
   }
 
-  /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
+  /**
+   * A builder; {@link Builder#workload} and {@link Builder#router} are required.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
 
-  /** Runs the simulation from empty caches and returns what happened. */
+  /**
+   * Runs the simulation from empty caches and returns what happened.
+   *
+   * @return the run's hit rates, latencies and per-worker counts; each call is a new, independent run
+   */
   public SimulationResult run() {
     return new Run().execute();
   }
@@ -337,6 +345,9 @@ public final class Simulation {
      * Gives worker {@code worker} its own engine configuration (a smaller cache, a slower GPU), for heterogeneous
      * fleets; the others keep {@link #engine}.
      *
+     * @param worker the worker's index, from 0
+     * @param config that worker's engine configuration
+     * @return this builder
      * @throws IllegalArgumentException if {@code worker} is negative
      */
     public Builder workerEngine(int worker, SimEngineConfig config) {
@@ -351,6 +362,10 @@ public final class Simulation {
      * Removes worker {@code worker} from the router at virtual time {@code from} and adds it back, with its prefix
      * cache reset (a restarted pod), at {@code until}; requests already on it finish there.
      *
+     * @param worker the worker's index, from 0
+     * @param from when the worker is removed, in virtual time since the start
+     * @param until when it is added back, in virtual time since the start, after {@code from}
+     * @return this builder
      * @throws IllegalArgumentException if {@code worker} is negative or {@code until} is not after {@code from}
      */
     public Builder outage(int worker, Duration from, Duration until) {
@@ -369,6 +384,8 @@ public final class Simulation {
      * behind a load balancer: request {@code i} goes to router {@code i mod replicas}; every router gets every
      * worker, every KV event and every load report (default 1).
      *
+     * @param replicas the router count, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder replicas(int replicas) {
@@ -380,6 +397,9 @@ public final class Simulation {
      * Runs {@code task} every {@code interval} of virtual time while requests remain, on the simulation's thread
      * between occurrences (for example to flush the replicas' load sharing in virtual time).
      *
+     * @param interval the period in virtual time, positive
+     * @param task the task, run on the simulation's thread
+     * @return this builder
      * @throws IllegalArgumentException if {@code interval} is not positive
      */
     public Builder periodic(Duration interval, Runnable task) {
@@ -399,6 +419,9 @@ public final class Simulation {
      * same engine step send their next ones at the same virtual instant, and a start from idle stays phase-locked
      * for several rounds: bursts that a real client's own processing and network round trip would spread.
      *
+     * @param max the exclusive upper bound of each wait, in virtual time, zero or more
+     * @param seed seeds the waits; the same seed gives the same waits
+     * @return this builder
      * @throws IllegalArgumentException if {@code max} is negative
      */
     public Builder clientJitter(Duration max, long seed) {
@@ -416,6 +439,8 @@ public final class Simulation {
      * interval of virtual time, as a scraper of vLLM's {@code /metrics} would (default
      * {@link #DEFAULT_LOAD_REPORT_INTERVAL}); zero reports nothing.
      *
+     * @param interval the period in virtual time, zero or more
+     * @return this builder
      * @throws IllegalArgumentException if negative
      */
     public Builder loadReportInterval(Duration interval) {
@@ -430,37 +455,66 @@ public final class Simulation {
     /**
      * Switches to an open loop: request {@code i} is sent at virtual time {@code arrivalNanos(i)} (non-decreasing),
      * whatever is still running, as when replaying a timed trace; {@link #concurrency} is then ignored.
+     *
+     * @param arrivalNanos maps a request's index to its send time, in virtual nanoseconds since the start
+     * @return this builder
      */
     public Builder openLoop(IntToLongFunction arrivalNanos) {
       this.arrivals = Objects.requireNonNull(arrivalNanos, "arrivalNanos");
       return this;
     }
 
-    /** The configuration of every engine (each engine gets its own hash seed derived from it). */
+    /**
+     * The configuration of every engine (each engine gets its own hash seed derived from it).
+     *
+     * @param engine the engines' configuration (default {@link SimEngineConfig#DEFAULT})
+     * @return this builder
+     */
     public Builder engine(SimEngineConfig engine) {
       this.engine = Objects.requireNonNull(engine, "engine");
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code workers} is not positive */
+    /**
+     * @param workers the worker count, positive (default 6)
+     * @return this builder
+     * @throws IllegalArgumentException if {@code workers} is not positive
+     */
     public Builder workers(int workers) {
       this.workers = positive(workers, "workers");
       return this;
     }
 
-    /** Closed-loop clients. @throws IllegalArgumentException if {@code concurrency} is not positive */
+    /**
+     * Closed-loop clients.
+     *
+     * @param concurrency the closed-loop client count, positive (default 8)
+     * @return this builder
+     * @throws IllegalArgumentException if {@code concurrency} is not positive
+     */
     public Builder concurrency(int concurrency) {
       this.concurrency = positive(concurrency, "concurrency");
       return this;
     }
 
-    /** Requests sent in all. @throws IllegalArgumentException if {@code requests} is not positive */
+    /**
+     * Requests sent in all.
+     *
+     * @param requests the request count, positive (default 240)
+     * @return this builder
+     * @throws IllegalArgumentException if {@code requests} is not positive
+     */
     public Builder requests(int requests) {
       this.requests = positive(requests, "requests");
       return this;
     }
 
-    /** The requests, in sending order. */
+    /**
+     * The requests, in sending order.
+     *
+     * @param workload the workload, not null
+     * @return this builder
+     */
     public Builder workload(Workload workload) {
       this.workload = Objects.requireNonNull(workload, "workload");
       return this;
@@ -470,6 +524,9 @@ public final class Simulation {
      * Builds the router for each run from the simulation's virtual clock, for example
      * {@code ticker -> Router.newBuilder().policy(RouterPolicy.kvAware()).ticker(ticker).build()}. The simulation
      * adds workers {@code sim-0 … sim-(n-1)}.
+     *
+     * @param routerFactory builds a router on the given virtual-time ticker
+     * @return this builder
      */
     public Builder router(Function<Ticker, Router> routerFactory) {
       this.routerFactory = Objects.requireNonNull(routerFactory, "routerFactory");
@@ -479,6 +536,8 @@ public final class Simulation {
     /**
      * Virtual time between an engine step's end and the router applying its KV events.
      *
+     * @param eventDelay the delay, zero or more (default {@link Simulation#DEFAULT_EVENT_DELAY})
+     * @return this builder
      * @throws IllegalArgumentException if negative
      */
     public Builder eventDelay(Duration eventDelay) {
@@ -490,7 +549,10 @@ public final class Simulation {
       return this;
     }
 
-    /** @throws IllegalStateException if the workload or router is missing */
+    /**
+     * @return a new simulation; {@link Simulation#run()} may be called more than once
+     * @throws IllegalStateException if the workload or router is missing
+     */
     public Simulation build() {
       if (workload == null) {
         throw new IllegalStateException("workload is required");
