@@ -45,8 +45,8 @@ public final class BlockHasher {
   /**
    * Returns a hasher for blocks of {@code blockSize} tokens.
    *
-   * @param blockSize tokens per block, positive; must equal the engines' block size
-   * @return a hasher; hashers are stateless, so one per block size can be shared
+   * @param blockSize tokens per block (vLLM's default is 16)
+   * @return the hasher
    * @throws IllegalArgumentException if {@code blockSize} is not positive
    */
   public static BlockHasher of(int blockSize) {
@@ -63,7 +63,7 @@ public final class BlockHasher {
   /**
    * The number of tokens per block.
    *
-   * @return tokens per block, positive
+   * @return the block size
    */
   public int blockSize() {
     return blockSize;
@@ -72,8 +72,8 @@ public final class BlockHasher {
   /**
    * The number of full blocks in a prompt of {@code tokenCount} tokens.
    *
-   * @param tokenCount the prompt's length in tokens, zero or more
-   * @return {@code tokenCount / blockSize()}; a partial last block does not count
+   * @param tokenCount the prompt's tokens
+   * @return its full blocks (a partial last block is not hashed)
    */
   public int fullBlocks(int tokenCount) {
     return tokenCount / blockSize;
@@ -83,10 +83,10 @@ public final class BlockHasher {
    * Returns the local hash of the full block starting at {@code tokens[offset]}.
    *
    * @param tokens the prompt's token ids
-   * @param offset the index of the block's first token in {@code tokens}
+   * @param offset where the block starts in {@code tokens}
    * @param loraName the LoRA adapter, or null (or empty) for the base model
    * @param extraKeys the block's multimodal content hashes, or null
-   * @return the block's local hash, which depends on its tokens, adapter and keys but not on its position
+   * @return the block's local hash
    * @throws IndexOutOfBoundsException if the block does not fit in {@code tokens}
    */
   public long localHash(int[] tokens, int offset, @Nullable String loraName, long @Nullable [] extraKeys) {
@@ -156,10 +156,9 @@ public final class BlockHasher {
   /**
    * Chains a block's local hash onto its parent's sequence hash.
    *
-   * @param parentSequenceHash the sequence hash of the block before (a prompt's first block has none: its sequence hash
-   *     is its local hash)
+   * @param parentSequenceHash the sequence hash of the block before
    * @param localHash the block's local hash
-   * @return the block's sequence hash, identifying the whole prefix up to and including the block
+   * @return the block's sequence hash
    */
   public static long sequenceHash(long parentSequenceHash, long localHash) {
     return Xxh3.hash16(parentSequenceHash, localHash, SEED);
@@ -170,11 +169,11 @@ public final class BlockHasher {
    * many were written. Allocation-free when {@code blockExtraKeys} is null.
    *
    * @param tokens the prompt's token ids
-   * @param length how many of {@code tokens} are the prompt, from 0 to {@code tokens.length}
+   * @param length how many of {@code tokens} form the prompt
    * @param loraName the LoRA adapter, or null (or empty) for the base model
    * @param blockExtraKeys per-block multimodal hashes (index = block number), or null
-   * @param out receives the hashes; at least {@code length / blockSize()} long
-   * @return the number of hashes written, {@code length / blockSize()}
+   * @param out receives the sequence hashes, from index 0
+   * @return the number of hashes written: the prompt's full blocks
    * @throws IllegalArgumentException if {@code out} is too small or {@code length} is out of range
    */
   public int sequenceHashes(
@@ -213,7 +212,7 @@ public final class BlockHasher {
    * Returns the sequence hashes of every full block of {@code tokens}, for the base model.
    *
    * @param tokens the prompt's token ids
-   * @return one sequence hash per full block, in order; empty for a prompt shorter than one block
+   * @return one sequence hash per full block
    */
   public long[] sequenceHashes(int[] tokens) {
     long[] out = new long[tokens.length / blockSize];

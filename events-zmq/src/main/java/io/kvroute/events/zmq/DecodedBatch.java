@@ -34,10 +34,10 @@ public final class DecodedBatch {
   /**
    * A batch to encode.
    *
-   * @param timestamp the engine's wall-clock time, in seconds since the epoch
-   * @param events the events, in order; copied
-   * @param dataParallelRank the rank to write, zero or more, or null to write none (as vLLM before v0.9.1)
-   * @return a batch with no group indexes and no skipped or invalid events
+   * @param timestamp the batch's time, in seconds since the epoch
+   * @param events its events, in order
+   * @param dataParallelRank the rank it names, or null for none
+   * @return the batch
    * @throws NullPointerException if {@code events} or one of its elements is null
    * @throws IllegalArgumentException if {@code dataParallelRank} is negative
    */
@@ -54,7 +54,7 @@ public final class DecodedBatch {
   /**
    * The engine's wall-clock time of the batch, in seconds since the epoch.
    *
-   * @return seconds since the epoch, with a fractional part
+   * @return the timestamp
    */
   public double timestamp() {
     return timestamp;
@@ -63,17 +63,18 @@ public final class DecodedBatch {
   /**
    * The events this library understands, in the engine's order.
    *
-   * @return an immutable list; possibly empty
+   * @return an unmodifiable list
    */
   public List<KvEvent> events() {
     return events;
   }
 
   /**
-   * The engine's KV cache group index ({@code group_idx}) of event {@code index}, or -1 when it was not sent.
+   * The engine's KV cache group index ({@code group_idx}) of an event.
    *
    * @param index the event's position in {@link #events()}
-   * @return the group index, zero or more, or -1
+   * @return its group, or -1 when it was not sent
+   * @throws IndexOutOfBoundsException if there is no such event
    */
   public int groupIndex(int index) {
     Objects.checkIndex(index, events.size());
@@ -81,9 +82,9 @@ public final class DecodedBatch {
   }
 
   /**
-   * The data-parallel rank the batch names, or null when the batch has no rank (vLLM before v0.9.1).
+   * The data-parallel rank the batch names.
    *
-   * @return the rank, zero or more, or null
+   * @return the rank, or null when the batch has none (vLLM before v0.9.1)
    */
   public @Nullable Integer dataParallelRank() {
     return dataParallelRank;
@@ -92,7 +93,7 @@ public final class DecodedBatch {
   /**
    * Events of a type this library does not know, skipped.
    *
-   * @return the count, zero or more
+   * @return their number
    */
   public int skippedEvents() {
     return skippedEvents;
@@ -101,7 +102,7 @@ public final class DecodedBatch {
   /**
    * Well-formed msgpack events with missing or mistyped required fields, dropped.
    *
-   * @return the count, zero or more
+   * @return their number
    */
   public int invalidEvents() {
     return invalidEvents;
