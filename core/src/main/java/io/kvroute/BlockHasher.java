@@ -45,6 +45,8 @@ public final class BlockHasher {
   /**
    * Returns a hasher for blocks of {@code blockSize} tokens.
    *
+   * @param blockSize tokens per block (vLLM's default is 16)
+   * @return the hasher
    * @throws IllegalArgumentException if {@code blockSize} is not positive
    */
   public static BlockHasher of(int blockSize) {
@@ -58,12 +60,21 @@ public final class BlockHasher {
     return blockSize;
   }
 
-  /** The number of tokens per block. */
+  /**
+   * The number of tokens per block.
+   *
+   * @return the block size
+   */
   public int blockSize() {
     return blockSize;
   }
 
-  /** The number of full blocks in a prompt of {@code tokenCount} tokens. */
+  /**
+   * The number of full blocks in a prompt of {@code tokenCount} tokens.
+   *
+   * @param tokenCount the prompt's tokens
+   * @return its full blocks (a partial last block is not hashed)
+   */
   public int fullBlocks(int tokenCount) {
     return tokenCount / blockSize;
   }
@@ -71,8 +82,11 @@ public final class BlockHasher {
   /**
    * Returns the local hash of the full block starting at {@code tokens[offset]}.
    *
+   * @param tokens the prompt's token ids
+   * @param offset where the block starts in {@code tokens}
    * @param loraName the LoRA adapter, or null (or empty) for the base model
    * @param extraKeys the block's multimodal content hashes, or null
+   * @return the block's local hash
    * @throws IndexOutOfBoundsException if the block does not fit in {@code tokens}
    */
   public long localHash(int[] tokens, int offset, @Nullable String loraName, long @Nullable [] extraKeys) {
@@ -139,7 +153,13 @@ public final class BlockHasher {
     return out;
   }
 
-  /** Chains a block's local hash onto its parent's sequence hash. */
+  /**
+   * Chains a block's local hash onto its parent's sequence hash.
+   *
+   * @param parentSequenceHash the sequence hash of the block before
+   * @param localHash the block's local hash
+   * @return the block's sequence hash
+   */
   public static long sequenceHash(long parentSequenceHash, long localHash) {
     return Xxh3.hash16(parentSequenceHash, localHash, SEED);
   }
@@ -148,7 +168,12 @@ public final class BlockHasher {
    * Writes the sequence hashes of the full blocks of {@code tokens[0..length)} into {@code out} and returns how
    * many were written. Allocation-free when {@code blockExtraKeys} is null.
    *
+   * @param tokens the prompt's token ids
+   * @param length how many of {@code tokens} form the prompt
+   * @param loraName the LoRA adapter, or null (or empty) for the base model
    * @param blockExtraKeys per-block multimodal hashes (index = block number), or null
+   * @param out receives the sequence hashes, from index 0
+   * @return the number of hashes written: the prompt's full blocks
    * @throws IllegalArgumentException if {@code out} is too small or {@code length} is out of range
    */
   public int sequenceHashes(
@@ -183,7 +208,12 @@ public final class BlockHasher {
     return blocks;
   }
 
-  /** Returns the sequence hashes of every full block of {@code tokens}, for the base model. */
+  /**
+   * Returns the sequence hashes of every full block of {@code tokens}, for the base model.
+   *
+   * @param tokens the prompt's token ids
+   * @return one sequence hash per full block
+   */
   public long[] sequenceHashes(int[] tokens) {
     long[] out = new long[tokens.length / blockSize];
     sequenceHashes(tokens, tokens.length, null, null, out);

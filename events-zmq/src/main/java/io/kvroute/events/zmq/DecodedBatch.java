@@ -34,6 +34,10 @@ public final class DecodedBatch {
   /**
    * A batch to encode.
    *
+   * @param timestamp the batch's time, in seconds since the epoch
+   * @param events its events, in order
+   * @param dataParallelRank the rank it names, or null for none
+   * @return the batch
    * @throws NullPointerException if {@code events} or one of its elements is null
    * @throws IllegalArgumentException if {@code dataParallelRank} is negative
    */
@@ -47,33 +51,59 @@ public final class DecodedBatch {
     return new DecodedBatch(timestamp, List.copyOf(events), groups, dataParallelRank, 0, 0);
   }
 
-  /** The engine's wall-clock time of the batch, in seconds since the epoch. */
+  /**
+   * The engine's wall-clock time of the batch, in seconds since the epoch.
+   *
+   * @return the timestamp
+   */
   public double timestamp() {
     return timestamp;
   }
 
-  /** The events this library understands, in the engine's order. */
+  /**
+   * The events this library understands, in the engine's order.
+   *
+   * @return an unmodifiable list
+   */
   public List<KvEvent> events() {
     return events;
   }
 
-  /** The engine's KV cache group index ({@code group_idx}) of event {@code index}, or -1 when it was not sent. */
+  /**
+   * The engine's KV cache group index ({@code group_idx}) of an event.
+   *
+   * @param index the event's position in {@link #events()}
+   * @return its group, or -1 when it was not sent
+   * @throws IndexOutOfBoundsException if there is no such event
+   */
   public int groupIndex(int index) {
     Objects.checkIndex(index, events.size());
     return index < groupIndexes.length ? groupIndexes[index] : -1;
   }
 
-  /** The data-parallel rank the batch names, or null when the batch has no rank (vLLM before v0.9.1). */
+  /**
+   * The data-parallel rank the batch names.
+   *
+   * @return the rank, or null when the batch has none (vLLM before v0.9.1)
+   */
   public @Nullable Integer dataParallelRank() {
     return dataParallelRank;
   }
 
-  /** Events of a type this library does not know, skipped. */
+  /**
+   * Events of a type this library does not know, skipped.
+   *
+   * @return their number
+   */
   public int skippedEvents() {
     return skippedEvents;
   }
 
-  /** Well-formed msgpack events with missing or mistyped required fields, dropped. */
+  /**
+   * Well-formed msgpack events with missing or mistyped required fields, dropped.
+   *
+   * @return their number
+   */
   public int invalidEvents() {
     return invalidEvents;
   }

@@ -94,6 +94,8 @@ public final class KvEventCodec {
   /**
    * Decodes one batch payload.
    *
+   * @param payload the message payload
+   * @return the batch
    * @throws NullPointerException if {@code payload} is null
    * @throws KvEventFormatException if the payload is not a well-formed event batch
    */
@@ -105,6 +107,10 @@ public final class KvEventCodec {
   /**
    * Decodes the batch in {@code payload[offset, offset + length)}.
    *
+   * @param payload the message payload
+   * @param offset where the batch starts
+   * @param length the batch's bytes
+   * @return the batch
    * @throws NullPointerException if {@code payload} is null
    * @throws IndexOutOfBoundsException if the range lies outside {@code payload}
    * @throws KvEventFormatException if the bytes are not a well-formed event batch
@@ -158,6 +164,9 @@ public final class KvEventCodec {
   /**
    * Encodes a batch the way vLLM's msgspec encoder does.
    *
+   * @param batch the batch
+   * @param format the wire shape of its events
+   * @return the msgpack payload
    * @throws NullPointerException if an argument is null
    */
   public static byte[] encode(DecodedBatch batch, WireFormat format) {
