@@ -46,14 +46,41 @@ public final class KvEventColumns {
   /** Creates empty columns. */
   public KvEventColumns() {}
 
-  /** Removes every event, keeping the columns' capacity. */
+  /**
+   * Removes every event. The columns keep their capacity up to a bound ({@value #KEPT_TOKENS} tokens,
+   * {@value #KEPT_EVENTS} events), so that reuse costs nothing, while one huge batch does not hold its memory for
+   * good.
+   */
   public void clear() {
     Arrays.fill(extras, 0, size, null);
     Arrays.fill(originals, 0, size, null);
     size = 0;
     hashCount = 0;
     tokenCount = 0;
+    if (tokens.length > KEPT_TOKENS) {
+      tokens = new int[KEPT_TOKENS];
+    }
+    if (hashes.length > KEPT_TOKENS / 4) {
+      hashes = new long[KEPT_TOKENS / 4];
+    }
+    if (kinds.length > KEPT_EVENTS) {
+      kinds = new byte[KEPT_EVENTS];
+      tiers = new byte[KEPT_EVENTS];
+      hasParent = new boolean[KEPT_EVENTS];
+      parents = new long[KEPT_EVENTS];
+      blockSizes = new int[KEPT_EVENTS];
+      groups = new int[KEPT_EVENTS];
+      extras = new Object[KEPT_EVENTS];
+      originals = new KvEvent[KEPT_EVENTS];
+      hashStart = new int[KEPT_EVENTS + 1];
+      tokenStart = new int[KEPT_EVENTS + 1];
+    }
   }
+
+  /** Capacity in tokens kept across {@link #clear()}: 256 KB, a few ordinary batches' worth. */
+  static final int KEPT_TOKENS = 1 << 16;
+  /** Capacity in events kept across {@link #clear()}. */
+  static final int KEPT_EVENTS = 4096;
 
   /**
    * The number of committed events.
@@ -363,6 +390,11 @@ public final class KvEventColumns {
 
   // ---------------------------------------------------------------------------------------------------------------
   // Read by KvIndexer (same package); indexes are trusted.
+
+  /** Tokens the columns hold room for; for tests. */
+  int tokenCapacity() {
+    return tokens.length;
+  }
 
   byte kind(int i) {
     return kinds[i];

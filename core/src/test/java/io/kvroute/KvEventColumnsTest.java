@@ -80,4 +80,22 @@ class KvEventColumnsTest {
     sink.applyColumns(WorkerId.of("w"), columns);
     assertEquals(List.of(KvEvent.BlockRemoved.of(4), KvEvent.BlockRemoved.of(6)), received);
   }
+
+  @Test
+  void aHugeBatchDoesNotKeepItsMemoryOnceCleared() {
+    KvEventColumns columns = new KvEventColumns();
+    int[] tokens = Fixtures.prompt(3, KvEventColumns.KEPT_TOKENS * 2);
+    KvEvent.BlockStored huge = Fixtures.storedFor(tokens, 16, 1);
+    columns.add(huge);
+    for (int i = 0; i < KvEventColumns.KEPT_EVENTS + 1; i++) {
+      columns.add(KvEvent.BlockRemoved.of(i));
+    }
+    assertEquals(huge, columns.event(0));
+    assertEquals(true, columns.tokenCapacity() >= tokens.length);
+    columns.clear();
+    assertEquals(true, columns.tokenCapacity() <= KvEventColumns.KEPT_TOKENS, "capacity " + columns.tokenCapacity());
+    columns.add(KvEvent.BlockRemoved.of(7)); // still usable, and growing again on demand
+    columns.add(huge);
+    assertEquals(List.of(KvEvent.BlockRemoved.of(7), huge), columns.toEvents());
+  }
 }

@@ -41,7 +41,10 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>The secondary scores count the work: {@code blocks} is block operations (stores plus removals) per second, the
  * unit of the target and of Dynamo's figures; {@code events} is events per second. {@link #applyDecoded} and
- * {@link #decode} split the cost between the index and the codec. Single-threaded: the index applies events under
+ * {@link #decode} split the cost between the index and the codec. {@link #decodeIntoIndex} is the subscriber's
+ * path since events are decoded straight into reused columns ({@link KvEventCodec#decodeInto}), without event
+ * objects, and {@link #decodeColumns} that decoding alone: its {@code gc.alloc.rate.norm} divided by 128 is the
+ * decoder's garbage per block. Single-threaded: the index applies events under
  * an exclusive lock, so one thread measures one core's share, and the stream must be applied in order.
  * <pre>
  * java -jar jmh/target/benchmarks.jar IngestionBenchmark -prof gc -f 1 -wi 3 -w 1s -i 5 -r 1s
