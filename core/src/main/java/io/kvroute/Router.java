@@ -743,6 +743,23 @@ public final class Router {
       applied(worker, state);
     }
 
+    /** As {@link #applyAll}, for events held in columns (see {@link KvIndexer#applyColumns}). */
+    @Override
+    public void applyColumns(WorkerId worker, KvEventColumns batch) {
+      WorkerRegistry.WorkerState state = registry.state(worker);
+      if (state == null) {
+        for (int i = 0; i < batch.size(); i++) {
+          listener.onEventForUnknownWorker(worker, batch.event(i));
+        }
+        return;
+      }
+      if (batch.size() == 0) {
+        return;
+      }
+      indexer.applyColumns(worker, batch);
+      applied(worker, state);
+    }
+
     private void applied(WorkerId worker, WorkerRegistry.WorkerState state) {
       if (!registry.contains(worker)) {
         indexer.removeWorker(worker); // removed while the events were applied
@@ -758,8 +775,8 @@ public final class Router {
     private long[] hashes = new long[256];
     private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
     final Candidates candidates = new Candidates();
-    final KvIndexer.MatchScratch main = new KvIndexer.MatchScratch();
-    final KvIndexer.MatchScratch predicted = new KvIndexer.MatchScratch();
+    final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
+    final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {
@@ -776,6 +793,7 @@ public final class Router {
     }
   }
 
+  /** Configures a {@link Router}; not thread-safe. Each setter validates its argument and names it in the exception. */
   public static final class Builder {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
@@ -865,6 +883,8 @@ public final class Router {
     /**
      * Tokens per KV block; must match the engines' block size (vLLM's default is 16).
      *
+     * @param blockSize tokens per block, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder blockSize(int blockSize) {
@@ -884,7 +904,12 @@ public final class Router {
       return this;
     }
 
-    /** The time source for bookings and predictions; tests and simulations inject their own. */
+    /**
+     * The time source for bookings and predictions; tests and simulations inject their own.
+     *
+     * @param ticker the clock, not null
+     * @return this builder
+     */
     public Builder ticker(Ticker ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
@@ -903,7 +928,12 @@ public final class Router {
       return this;
     }
 
-    /** Seeds every random choice (ties, softmax sampling, the random policy), for reproducible routing. */
+    /**
+     * Seeds every random choice (ties, softmax sampling, the random policy), for reproducible routing.
+     *
+     * @param seed any value; the same seed and the same calls give the same choices
+     * @return this builder
+     */
     public Builder randomSeed(long seed) {
       this.randomSeed = seed;
       return this;
@@ -912,6 +942,8 @@ public final class Router {
     /**
      * The KV index's entry budget; see {@link KvIndexer}.
      *
+     * @param maxEntries the most (worker, tier, block) entries the index holds
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^28
      */
     public Builder maxIndexEntries(int maxEntries) {
@@ -923,6 +955,8 @@ public final class Router {
     /**
      * The bound on registered workers (name and rank pairs).
      *
+     * @param maxWorkers the most workers registered at once
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^24
      */
     public Builder maxWorkers(int maxWorkers) {
@@ -934,6 +968,8 @@ public final class Router {
     /**
      * How long a booking may stay open before it is released as stale (a request never closed).
      *
+     * @param timeout the longest a booking stays open, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder bookingTimeout(Duration timeout) {
@@ -942,6 +978,11 @@ public final class Router {
       return this;
     }
 
+    /**
+     * Builds the router (and starts its {@link Builder#sharedLoad} port, if one is set).
+     *
+     * @return a new router with no workers registered
+     */
     public Router build() {
       return new Router(this);
     }

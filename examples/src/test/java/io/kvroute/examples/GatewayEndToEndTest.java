@@ -356,7 +356,12 @@ class GatewayEndToEndTest {
     if (rest.endsWith("&")) {
       rest = rest.substring(0, rest.length() - 1).trim();
     }
-    return List.of(rest.split(" "));
+    List<String> args = new ArrayList<>();
+    for (String arg : rest.split(" ")) {
+      // the README runs from the repository root, the test from examples/
+      args.add(arg.startsWith("tokenizers/") ? Path.of("..", arg).toString() : arg);
+    }
+    return args;
   }
 
   private static int freePort() {
@@ -385,5 +390,17 @@ class GatewayEndToEndTest {
         "--policy", "nope"}));
     assertThrows(IllegalArgumentException.class, () -> Gateway.parse(new String[] {"--worker", "a=http://x:1",
         "--worker", "a=http://y:1"}));
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> Gateway.parse(new String[] {"--worker",
+        "a=http://x:1", "--tokenizer", "/no/such/model"})).getMessage().contains(
+            "--tokenizer must be a model directory (tokenizer.json and tokenizer_config.json), worker or ids"));
+    assertEquals("--tokenizer-fallback worker needs --tokenizer DIR", assertThrows(IllegalArgumentException.class,
+        () -> Gateway.parse(new String[] {"--worker", "a=http://x:1", "--tokenizer-fallback", "worker"}))
+        .getMessage());
+    Gateway.Options local = Gateway.parse(new String[] {"--worker", "a=http://x:1", "--tokenizer",
+        "../tokenizers/src/test/resources/io/kvroute/tokenizers/fixtures/qwen3", "--tokenizer-fallback", "worker"});
+    assertEquals(Gateway.TokenizerMode.LOCAL, local.tokenizer());
+    assertTrue(local.tokenizerFallback());
+    assertEquals(Gateway.TokenizerMode.WORKER, Gateway.parse(new String[] {"--worker", "a=http://x:1",
+        "--tokenizer", "remote"}).tokenizer());
   }
 }

@@ -34,12 +34,15 @@ final class SimHttpHandler implements HttpHandler {
   private final SimServer server;
   private final SimEngineConfig config;
   private final BiConsumer<String, @Nullable String> requestListener;
+  private final @Nullable RequestTokenizer requestTokenizer;
   private final long startedAtSeconds = System.currentTimeMillis() / 1000;
 
-  SimHttpHandler(SimServer server, SimEngineConfig config, BiConsumer<String, @Nullable String> requestListener) {
+  SimHttpHandler(SimServer server, SimEngineConfig config, BiConsumer<String, @Nullable String> requestListener,
+      @Nullable RequestTokenizer requestTokenizer) {
     this.server = server;
     this.config = config;
     this.requestListener = requestListener;
+    this.requestTokenizer = requestTokenizer;
   }
 
   @Override
@@ -131,9 +134,10 @@ final class SimHttpHandler implements HttpHandler {
     } catch (RuntimeException e) {
       logger.log(WARNING, "request listener failed", e);
     }
-    OpenAiRequest body = readRequest(exchange);
+    byte[] raw = readBody(exchange);
+    OpenAiRequest body = parseRequest(raw);
     checkModel(body);
-    int[] prompt = chat ? chatTokens(body) : promptTokens(body);
+    int[] prompt = chat ? chatTokens(body, raw) : promptTokens(body, raw);
     int maxTokens;
     boolean stream;
     boolean includeUsage;
@@ -286,13 +290,14 @@ final class SimHttpHandler implements HttpHandler {
   }
 
   private void tokenize(HttpExchange exchange) throws IOException {
-    OpenAiRequest body = readRequest(exchange);
+    byte[] raw = readBody(exchange);
+    OpenAiRequest body = parseRequest(raw);
     checkModel(body);
     int[] tokens;
     if (body.has("messages")) {
-      tokens = chatTokens(body);
+      tokens = chatTokens(body, raw);
     } else if (body.has("prompt")) {
-      tokens = promptTokens(body);
+      tokens = promptTokens(body, raw);
     } else {
       throw new BadRequest(400, "Either prompt or messages is required.", "prompt");
     }
@@ -306,7 +311,7 @@ final class SimHttpHandler implements HttpHandler {
 
   // ---- request parsing ----
 
-  private OpenAiRequest readRequest(HttpExchange exchange) throws IOException {
+  private static byte[] readBody(HttpExchange exchange) throws IOException {
     byte[] bytes;
     try (InputStream in = exchange.getRequestBody()) {
       bytes = in.readNBytes(MAX_BODY_BYTES + 1);
@@ -314,6 +319,10 @@ final class SimHttpHandler implements HttpHandler {
     if (bytes.length > MAX_BODY_BYTES) {
       throw new BadRequest(400, "The request body exceeds " + MAX_BODY_BYTES + " bytes.", null);
     }
+    return bytes;
+  }
+
+  private static OpenAiRequest parseRequest(byte[] bytes) {
     try {
       return OpenAiRequest.parse(bytes);
     } catch (JsonException e) {
@@ -330,7 +339,16 @@ final class SimHttpHandler implements HttpHandler {
     }
   }
 
-  private int[] promptTokens(OpenAiRequest body) {
+  /** The configured {@link RequestTokenizer}'s ids for the raw body; its failures answer 400. */
+  private static int[] externalTokens(RequestTokenizer tokenizer, byte[] raw) {
+    try {
+      return tokenizer.tokenizeRequest(raw);
+    } catch (RuntimeException e) {
+      throw new BadRequest(400, String.valueOf(e.getMessage()), null);
+    }
+  }
+
+  private int[] promptTokens(OpenAiRequest body, byte[] raw) {
     OpenAiRequest.Prompt prompt;
     try {
       prompt = body.completionPrompt();
@@ -338,7 +356,8 @@ final class SimHttpHandler implements HttpHandler {
       throw new BadRequest(400, e.getMessage(), e.param());
     }
     if (prompt.text() != null) {
-      return config.tokenizer().encode(prompt.text());
+      return requestTokenizer != null ? externalTokens(requestTokenizer, raw)
+          : config.tokenizer().encode(prompt.text());
     }
     int[] tokens = prompt.tokens();
     int vocabulary = config.tokenizer().vocabularySize();
@@ -351,7 +370,10 @@ final class SimHttpHandler implements HttpHandler {
     return tokens;
   }
 
-  private int[] chatTokens(OpenAiRequest body) {
+  private int[] chatTokens(OpenAiRequest body, byte[] raw) {
+    if (requestTokenizer != null) {
+      return externalTokens(requestTokenizer, raw);
+    }
     List<ChatMessage> messages;
     try {
       messages = body.chatMessages();

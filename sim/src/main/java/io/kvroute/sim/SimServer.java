@@ -98,7 +98,7 @@ public final class SimServer implements AutoCloseable {
       return t;
     });
     http.setExecutor(executor);
-    http.createContext("/", new SimHttpHandler(this, config, b.requestListener));
+    http.createContext("/", new SimHttpHandler(this, config, b.requestListener, b.requestTokenizer));
     this.engineThread = new Thread(this::engineLoop, "kvroute-sim-engine");
     engineThread.setDaemon(true);
   }
@@ -317,6 +317,7 @@ public final class SimServer implements AutoCloseable {
     private WireFormat wireFormat = WireFormat.MAP;
     private Consumer<List<KvEvent>> eventListener = events -> {};
     private BiConsumer<String, @Nullable String> requestListener = (path, requestId) -> {};
+    private @Nullable RequestTokenizer requestTokenizer;
 
     private Builder() {}
 
@@ -409,6 +410,19 @@ public final class SimServer implements AutoCloseable {
      */
     public Builder requestListener(BiConsumer<String, @Nullable String> listener) {
       this.requestListener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Tokenizes text prompts and chats with {@code tokenizer} instead of the engine's {@link SimTokenizer}
+     * (default: none), for example with the real tokenizer the gateway uses, so that block hashes, KV events and
+     * {@code /tokenize} agree with the gateway's; prompts given as token ids are taken as they are.
+     *
+     * @param tokenizer the tokenizer
+     * @return this builder
+     */
+    public Builder requestTokenizer(RequestTokenizer tokenizer) {
+      this.requestTokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
       return this;
     }
 

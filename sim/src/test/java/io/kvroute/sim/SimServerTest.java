@@ -12,6 +12,7 @@ import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.kvroute.openai.internal.Json;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -143,6 +144,45 @@ class SimServerTest {
     assertTrue(s.body().contains("\"chat.completion.chunk\""));
     assertTrue(s.body().contains("\"role\":\"assistant\""));
     assertTrue(s.body().trim().endsWith("data: [DONE]"));
+  }
+
+  /** A configured RequestTokenizer replaces SimTokenizer for text prompts and chats; ids as prompts stay ids. */
+  @Test
+  @SuppressWarnings("unchecked")
+  void aRequestTokenizerTokenizesTextAndChats() throws Exception {
+    // one id per body byte: unlike SimTokenizer's one id per word, so the source of the ids is visible
+    RequestTokenizer bytes = body -> {
+      if (new String(body, StandardCharsets.UTF_8).contains("boom")) {
+        throw new IllegalArgumentException("boom is not a word");
+      }
+      int[] ids = new int[body.length];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = 16 + (body[i] & 0xff);
+      }
+      return ids;
+    };
+    try (SimServer own = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
+        .kvEvents(false).speedup(1000).requestTokenizer(bytes).start()) {
+      String prompt = "{\"prompt\":\"a b\"}";
+      HttpResponse<String> r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/tokenize"))
+          .timeout(TIMEOUT).POST(HttpRequest.BodyPublishers.ofString(prompt)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertEquals((long) prompt.getBytes(StandardCharsets.UTF_8).length, json(r).get("count"));
+      String chat = "{\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+      r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/v1/chat/completions")).timeout(TIMEOUT)
+          .POST(HttpRequest.BodyPublishers.ofString(chat)).build(), HttpResponse.BodyHandlers.ofString());
+      Map<String, Object> usage = (Map<String, Object>) json(r).get("usage");
+      assertEquals((long) chat.length(), usage.get("prompt_tokens"));
+      String ids = "{\"prompt\":[20,21,22]}";
+      r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/tokenize")).timeout(TIMEOUT)
+          .POST(HttpRequest.BodyPublishers.ofString(ids)).build(), HttpResponse.BodyHandlers.ofString());
+      assertEquals(3L, json(r).get("count"), "token ids are taken as they are");
+      r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/tokenize")).timeout(TIMEOUT)
+          .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"boom\"}")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertEquals(400, r.statusCode());
+      assertTrue(r.body().contains("boom is not a word"), r.body());
+    }
   }
 
   @Test
