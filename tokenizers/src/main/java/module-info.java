@@ -9,6 +9,7 @@ module io.kvroute.tokenizers {
   requires transitive io.kvroute;
   requires transitive io.kvroute.transport.okhttp;
   requires ai.djl.tokenizers;
+  requires it.unimi.dsi.fastutil.core;
   requires jinjava;
   requires com.fasterxml.jackson.core;
   requires com.fasterxml.jackson.databind;

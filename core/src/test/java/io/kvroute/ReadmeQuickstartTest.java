@@ -4,11 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvroute.doccheck.ReadmeSnippets;
 import java.io.IOException;
 import java.net.URI;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /** Keeps the README's quickstart true: the block between the markers is pasted verbatim into README.md. */
@@ -22,12 +21,10 @@ class ReadmeQuickstartTest {
 
   @Test
   void readmeShowsExactlyThisCode() throws IOException {
-    String source = Files.readString(Path.of("src/test/java/io/kvroute/ReadmeQuickstartTest.java"));
-    String block = source.split("// README-QUICKSTART-BEGIN\n")[1].split("    // README-QUICKSTART-END")[0];
-    String sample = block.lines().map(l -> l.startsWith("    ") ? l.substring(4) : l)
-        .collect(Collectors.joining("\n"));
-    String readme = Files.readString(Path.of("../README.md"));
-    assertTrue(readme.contains("```java\n" + sample + "\n```"), "README.md's quickstart differs from this test's code");
+    String sample = ReadmeSnippets.marked(Path.of("src/test/java/io/kvroute/ReadmeQuickstartTest.java"),
+        "README-QUICKSTART");
+    assertTrue(ReadmeSnippets.shows(Path.of("../README.md"), sample),
+        "README.md's quickstart differs from this test's code");
   }
 
   private static URI quickstart(int[] promptTokens, KvEvent engineEvent) {

@@ -23,11 +23,8 @@ public final class SimEngineConfig {
 
   private static final long PROCESS_HASH_SEED = new SecureRandom().nextLong();
 
-  /**
-   * The default engine: vLLM-like, with 16-token blocks and the article's 585-block (1 GiB) cache (declared after
-   * the process's hash seed, which it uses).
-   */
-  public static final SimEngineConfig DEFAULT = newBuilder().build();
+  /** The default engine: vLLM-like, with 16-token blocks and the article's 585-block (1 GiB) cache. */
+  public static final SimEngineConfig DEFAULT = newBuilder().build(); // after PROCESS_HASH_SEED, which it reads
 
   private final int blockSize;
   private final int numBlocks;

@@ -7,6 +7,7 @@ import io.kvroute.Router;
 import io.kvroute.RouterPolicy;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.doccheck.ReadmeSnippets;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
 import io.kvroute.transport.okhttp.FallbackTokenizer;
@@ -17,9 +18,7 @@ import io.kvroute.transport.okhttp.RoutingForwarder;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.stream.Collectors;
 import okio.BufferedSource;
 import org.junit.jupiter.api.Test;
 
@@ -46,13 +45,10 @@ class ReadmeGatewayTest {
 
   @Test
   void readmeShowsExactlyThisCode() throws IOException {
-    String source = Files.readString(Path.of("src/test/java/io/kvroute/tokenizers/ReadmeGatewayTest.java"));
-    String block = source.split("// README-GATEWAY-BEGIN\n")[1].split("    // README-GATEWAY-END")[0];
-    String sample = block.lines().map(l -> l.startsWith("    ") ? l.substring(4) : l)
-        .collect(Collectors.joining("\n"));
-    String readme = Files.readString(Path.of("../README.md"));
-    assertTrue(readme.contains("```java\n" + sample + "\n```"), "README.md's gateway quickstart differs from this "
-        + "test's code:\n" + sample);
+    String sample = ReadmeSnippets.marked(Path.of("src/test/java/io/kvroute/tokenizers/ReadmeGatewayTest.java"),
+        "README-GATEWAY");
+    assertTrue(ReadmeSnippets.shows(Path.of("../README.md"), sample), "README.md's gateway quickstart differs from "
+        + "this test's code:\n" + sample);
   }
 
   private FallbackTokenizer gateway(URI workerUri, Path modelDir, byte[] requestBody) throws IOException {
