@@ -26,6 +26,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
@@ -791,7 +792,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
             long[] hashes = snapshot.hashes().get(w);
             for (int from = 0; from < hashes.length; from += WARMUP_CHUNK) {
               int n = Math.min(WARMUP_CHUNK, hashes.length - from);
-              v.predicted(snapshot.workers().get(w), java.util.Arrays.copyOfRange(hashes, from, from + n), n);
+              v.predicted(snapshot.workers().get(w), Arrays.copyOfRange(hashes, from, from + n), n);
               applied += n;
             }
           }
