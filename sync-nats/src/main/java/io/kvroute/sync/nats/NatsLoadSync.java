@@ -71,7 +71,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   public static final String DEFAULT_SUBJECT = "kvroute.load";
   /**
    * By default a delta batched while the publisher is busy waits at most about this long: the first delta after a
-   * quiet period is published at once (a peer learns of it one NATS delivery later, tens of microseconds on a
+   * quiet period is published at once (a peer learns of it one NATS delivery later, well under a millisecond on a
    * loopback or LAN), and during a burst the publisher polls at this interval instead of being woken per delta, so
    * that the selecting threads pay one wake-up per quiet period, not per request. The value is the scale of one
    * network round trip: waiting less would not make peers' views fresher than their own delivery latency does.
