@@ -25,12 +25,8 @@ public record CacheAffinityConfig(int homeBlocks, double loadFactor, double minO
    * @throws IllegalArgumentException if a value is out of range
    */
   public CacheAffinityConfig {
-    if (homeBlocks <= 0) {
-      throw new IllegalArgumentException("homeBlocks must be positive but was " + homeBlocks);
-    }
-    KvAwareConfig.requireNonNegative(loadFactor, "loadFactor");
-    if (!(minOverlapFraction >= 0 && minOverlapFraction <= 1)) {
-      throw new IllegalArgumentException("minOverlapFraction must be in [0, 1] but was " + minOverlapFraction);
-    }
+    Checks.positive("homeBlocks", homeBlocks);
+    Checks.finiteNotNegative("loadFactor", loadFactor);
+    Checks.unitInterval("minOverlapFraction", minOverlapFraction);
   }
 }

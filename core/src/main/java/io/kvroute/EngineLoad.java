@@ -22,8 +22,6 @@ public record EngineLoad(int running, int waiting, double kvCacheUsage, long obs
       throw new IllegalArgumentException("running and waiting must not be negative but were " + running + ", "
           + waiting);
     }
-    if (!(kvCacheUsage >= 0 && kvCacheUsage <= 1)) {
-      throw new IllegalArgumentException("kvCacheUsage must be in [0, 1] but was " + kvCacheUsage);
-    }
+    Checks.unitInterval("kvCacheUsage", kvCacheUsage);
   }
 }

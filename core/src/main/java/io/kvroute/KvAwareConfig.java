@@ -22,9 +22,9 @@ public record KvAwareConfig(double overlapWeight, double temperature, double hos
    * @throws IllegalArgumentException if a value is negative or not finite, or the credit exceeds 1
    */
   public KvAwareConfig {
-    requireNonNegative(overlapWeight, "overlapWeight");
-    requireNonNegative(temperature, "temperature");
-    requireNonNegative(hostOverlapCredit, "hostOverlapCredit");
+    Checks.finiteNotNegative("overlapWeight", overlapWeight);
+    Checks.finiteNotNegative("temperature", temperature);
+    Checks.finiteNotNegative("hostOverlapCredit", hostOverlapCredit);
     if (hostOverlapCredit > 1) {
       throw new IllegalArgumentException("hostOverlapCredit must be at most 1 but was " + hostOverlapCredit);
     }
@@ -50,9 +50,8 @@ public record KvAwareConfig(double overlapWeight, double temperature, double hos
     return new KvAwareConfig(overlapWeight, t, hostOverlapCredit);
   }
 
+  /** {@link Checks#finiteNotNegative}, for the configurations that still call it by this name. */
   static void requireNonNegative(double value, String name) {
-    if (!(value >= 0) || Double.isInfinite(value)) {
-      throw new IllegalArgumentException(name + " must be finite and >= 0 but was " + value);
-    }
+    Checks.finiteNotNegative(name, value);
   }
 }

@@ -58,9 +58,7 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
       Objects.requireNonNull(blockHashes, "blockHashes");
       Objects.requireNonNull(tokenIds, "tokenIds");
       Objects.requireNonNull(tier, "tier");
-      if (blockSize < 0) {
-        throw new IllegalArgumentException("blockSize must not be negative but was " + blockSize);
-      }
+      Checks.notNegative("blockSize", blockSize);
     }
 
     /**
@@ -83,6 +81,11 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
      *     and other groups
      */
     public boolean countsTowardPrefix() {
+      return countsTowardPrefix(cacheSpecKind);
+    }
+
+    /** Whether blocks of this KV cache spec kind (null: not sent) count toward prefixes. */
+    static boolean countsTowardPrefix(@Nullable String cacheSpecKind) {
       if (cacheSpecKind == null) {
         return true;
       }

@@ -31,6 +31,19 @@ public interface KvEventSink {
   }
 
   /**
+   * Applies a batch of events of {@code worker} held in reusable primitive columns, in order; sources that decode
+   * into columns call this to skip building event objects. The default applies {@link KvEventColumns#toEvents()}
+   * with {@link #applyAll}; {@link KvIndexer} and a router's {@link Router#eventSink()} apply the columns without
+   * allocating. Implementations only read the columns, and the caller may reuse them once this returns.
+   *
+   * @param worker the worker the events come from
+   * @param batch the events
+   */
+  default void applyColumns(WorkerId worker, KvEventColumns batch) {
+    applyAll(worker, batch.toEvents());
+  }
+
+  /**
    * Whether events of {@code worker} would be applied now; sources hold (or report and drop) events of workers the
    * sink does not accept instead of sending them to be discarded. The default accepts every worker; a router's
    * {@link Router#eventSink()} accepts only registered workers. Must be cheap and thread-safe.

@@ -97,9 +97,7 @@ public interface RemoteLoad {
    * @return the count, zero for no blocks
    */
   static int loadKeyCount(int blocks) {
-    if (blocks < 0) {
-      throw new IllegalArgumentException("blocks must not be negative but was " + blocks);
-    }
+    Checks.notNegative("blocks", blocks);
     return (blocks + LOAD_KEY_STRIDE - 1) / LOAD_KEY_STRIDE;
   }
 

@@ -220,9 +220,7 @@ public final class RouteRequest {
      * @throws IllegalArgumentException if negative or not finite
      */
     public Builder overlapWeight(double overlapWeight) {
-      if (!(overlapWeight >= 0) || Double.isInfinite(overlapWeight)) {
-        throw new IllegalArgumentException("overlapWeight must be finite and >= 0 but was " + overlapWeight);
-      }
+      Checks.finiteNotNegative("overlapWeight", overlapWeight);
       this.overlapWeight = overlapWeight;
       return this;
     }
@@ -235,9 +233,7 @@ public final class RouteRequest {
      * @throws IllegalArgumentException if negative or not finite
      */
     public Builder temperature(double temperature) {
-      if (!(temperature >= 0) || Double.isInfinite(temperature)) {
-        throw new IllegalArgumentException("temperature must be finite and >= 0 but was " + temperature);
-      }
+      Checks.finiteNotNegative("temperature", temperature);
       this.temperature = temperature;
       return this;
     }

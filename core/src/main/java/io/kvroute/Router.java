@@ -743,6 +743,23 @@ public final class Router {
       applied(worker, state);
     }
 
+    /** As {@link #applyAll}, for events held in columns (see {@link KvIndexer#applyColumns}). */
+    @Override
+    public void applyColumns(WorkerId worker, KvEventColumns batch) {
+      WorkerRegistry.WorkerState state = registry.state(worker);
+      if (state == null) {
+        for (int i = 0; i < batch.size(); i++) {
+          listener.onEventForUnknownWorker(worker, batch.event(i));
+        }
+        return;
+      }
+      if (batch.size() == 0) {
+        return;
+      }
+      indexer.applyColumns(worker, batch);
+      applied(worker, state);
+    }
+
     private void applied(WorkerId worker, WorkerRegistry.WorkerState state) {
       if (!registry.contains(worker)) {
         indexer.removeWorker(worker); // removed while the events were applied
@@ -758,8 +775,8 @@ public final class Router {
     private long[] hashes = new long[256];
     private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
     final Candidates candidates = new Candidates();
-    final KvIndexer.MatchScratch main = new KvIndexer.MatchScratch();
-    final KvIndexer.MatchScratch predicted = new KvIndexer.MatchScratch();
+    final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
+    final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {
@@ -819,10 +836,7 @@ public final class Router {
      * @throws IllegalArgumentException if not positive
      */
     public Builder maxPromptTokens(int maxPromptTokens) {
-      if (maxPromptTokens <= 0) {
-        throw new IllegalArgumentException("maxPromptTokens must be positive but was " + maxPromptTokens);
-      }
-      this.maxPromptTokens = maxPromptTokens;
+      this.maxPromptTokens = Checks.positive("maxPromptTokens", maxPromptTokens);
       return this;
     }
 
@@ -837,10 +851,7 @@ public final class Router {
      * @throws IllegalArgumentException if not positive
      */
     public Builder ejectAfterFailures(int failures) {
-      if (failures <= 0) {
-        throw new IllegalArgumentException("ejectAfterFailures must be positive but was " + failures);
-      }
-      this.ejectAfterFailures = failures;
+      this.ejectAfterFailures = Checks.positive("ejectAfterFailures", failures);
       return this;
     }
 
@@ -859,9 +870,7 @@ public final class Router {
     public Builder ejectionBackoff(Duration initial, Duration max) {
       Objects.requireNonNull(initial, "initial");
       Objects.requireNonNull(max, "max");
-      if (initial.isNegative() || initial.isZero()) {
-        throw new IllegalArgumentException("ejectionBackoff initial must be positive but was " + initial);
-      }
+      Checks.positive("ejectionBackoff initial", initial);
       if (max.compareTo(initial) < 0) {
         throw new IllegalArgumentException("ejectionBackoff max must be at least initial " + initial + " but was "
             + max);
@@ -965,10 +974,7 @@ public final class Router {
      */
     public Builder bookingTimeout(Duration timeout) {
       Objects.requireNonNull(timeout, "timeout");
-      if (timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("bookingTimeout must be positive but was " + timeout);
-      }
-      this.bookingTimeout = timeout;
+      this.bookingTimeout = Checks.positive("bookingTimeout", timeout);
       return this;
     }
 

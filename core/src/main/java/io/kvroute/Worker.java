@@ -107,7 +107,8 @@ public final class Worker {
   }
 
   /**
-   * Free-form labels (for example zone or hardware), for the gateway's own use; the router ignores them.
+   * Free-form labels (for example zone or hardware); the router ignores them, while other modules may read their
+   * own keys (events-zmq's subscriber takes a KV event topic from {@code kv-events.topic}).
    *
    * @return an immutable map from label name to value; possibly empty
    */

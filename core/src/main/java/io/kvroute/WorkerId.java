@@ -18,9 +18,7 @@ public record WorkerId(String name, int dataParallelRank) implements Comparable<
     if (name.isBlank()) {
       throw new IllegalArgumentException("name must not be blank");
     }
-    if (dataParallelRank < 0) {
-      throw new IllegalArgumentException("dataParallelRank must not be negative but was " + dataParallelRank);
-    }
+    Checks.notNegative("dataParallelRank", dataParallelRank);
   }
 
   /**

@@ -91,8 +91,10 @@ public final class WorkerRegistry {
 
   /**
    * Attaches the load an engine reported (for example scraped metrics) to a worker; policies see it as
-   * {@link Candidates#engineLoad}.
+   * {@link Candidates#engineLoad}; listeners hear of it through {@link RouterListener#onWorkerUpdated}.
    *
+   * @param id the worker
+   * @param load the load it reported
    * @return whether the worker is registered
    */
   public boolean updateLoad(WorkerId id, EngineLoad load) {
@@ -102,6 +104,10 @@ public final class WorkerRegistry {
       return false;
     }
     state.engineLoad = load;
+    Worker worker = state.worker;
+    for (RouterListener l : listeners) {
+      l.onWorkerUpdated(worker);
+    }
     return true;
   }
 

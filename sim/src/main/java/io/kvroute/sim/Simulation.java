@@ -314,7 +314,7 @@ public final class Simulation {
 
   /** Builds a {@link Simulation}; not thread-safe. */
   public static final class Builder {
-    private SimEngineConfig engine = SimEngineConfig.ofDefaults();
+    private SimEngineConfig engine = SimEngineConfig.DEFAULT;
     private int workers = 6;
     private int concurrency = 8;
     private int requests = 240;

@@ -499,7 +499,7 @@ public final class EngineMetricsScraper implements AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder interval(Duration interval) {
-      this.interval = positive(interval, "interval");
+      this.interval = Checks.positive("interval", interval);
       return this;
     }
 
@@ -512,7 +512,7 @@ public final class EngineMetricsScraper implements AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder timeout(Duration timeout) {
-      this.timeout = positive(timeout, "timeout");
+      this.timeout = Checks.positive("timeout", timeout);
       return this;
     }
 
@@ -525,10 +525,7 @@ public final class EngineMetricsScraper implements AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder maxResponseBytes(long maxResponseBytes) {
-      if (maxResponseBytes <= 0 || maxResponseBytes == Long.MAX_VALUE) {
-        throw new IllegalArgumentException("maxResponseBytes must be positive but was " + maxResponseBytes);
-      }
-      this.maxResponseBytes = maxResponseBytes;
+      this.maxResponseBytes = Checks.byteLimit("maxResponseBytes", maxResponseBytes);
       return this;
     }
 
@@ -598,14 +595,6 @@ public final class EngineMetricsScraper implements AutoCloseable {
      */
     public EngineMetricsScraper build() {
       return new EngineMetricsScraper(this);
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive but was " + d);
-      }
-      return d;
     }
   }
 }

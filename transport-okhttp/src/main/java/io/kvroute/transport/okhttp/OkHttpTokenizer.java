@@ -9,6 +9,7 @@ import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.openai.internal.Json;
 import io.kvroute.openai.JsonException;
 import io.kvroute.openai.OpenAiRequest;
@@ -531,11 +532,7 @@ public final class OkHttpTokenizer implements Tokenizer {
      * @throws IllegalArgumentException if negative
      */
     public Builder hedgeDelay(Duration hedgeDelay) {
-      Objects.requireNonNull(hedgeDelay, "hedgeDelay");
-      if (hedgeDelay.isNegative()) {
-        throw new IllegalArgumentException("hedgeDelay must not be negative but was " + hedgeDelay);
-      }
-      this.hedgeDelay = hedgeDelay;
+      this.hedgeDelay = Checks.notNegative("hedgeDelay", hedgeDelay);
       return this;
     }
 
@@ -616,11 +613,7 @@ public final class OkHttpTokenizer implements Tokenizer {
      * @throws IllegalArgumentException if not positive
      */
     public Builder timeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "timeout");
-      if (timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("timeout must be positive but was " + timeout);
-      }
-      this.timeout = timeout;
+      this.timeout = Checks.positive("timeout", timeout);
       return this;
     }
 
@@ -632,10 +625,7 @@ public final class OkHttpTokenizer implements Tokenizer {
      * @throws IllegalArgumentException if not positive
      */
     public Builder maxResponseBytes(long maxResponseBytes) {
-      if (maxResponseBytes <= 0 || maxResponseBytes == Long.MAX_VALUE) {
-        throw new IllegalArgumentException("maxResponseBytes must be positive but was " + maxResponseBytes);
-      }
-      this.maxResponseBytes = maxResponseBytes;
+      this.maxResponseBytes = Checks.byteLimit("maxResponseBytes", maxResponseBytes);
       return this;
     }
 

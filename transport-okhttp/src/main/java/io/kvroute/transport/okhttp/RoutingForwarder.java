@@ -748,7 +748,7 @@ public final class RoutingForwarder {
      * @throws IllegalArgumentException if not positive
      */
     public Builder connectTimeout(Duration connectTimeout) {
-      this.connectTimeout = positive(connectTimeout, "connectTimeout");
+      this.connectTimeout = Checks.positive("connectTimeout", connectTimeout);
       return this;
     }
 
@@ -762,7 +762,7 @@ public final class RoutingForwarder {
      * @throws IllegalArgumentException if not positive
      */
     public Builder firstByteTimeout(Duration firstByteTimeout) {
-      this.firstByteTimeout = positive(firstByteTimeout, "firstByteTimeout");
+      this.firstByteTimeout = Checks.positive("firstByteTimeout", firstByteTimeout);
       return this;
     }
 
@@ -776,7 +776,7 @@ public final class RoutingForwarder {
      * @throws IllegalArgumentException if not positive
      */
     public Builder idleTimeout(Duration idleTimeout) {
-      this.idleTimeout = positive(idleTimeout, "idleTimeout");
+      this.idleTimeout = Checks.positive("idleTimeout", idleTimeout);
       return this;
     }
 
@@ -789,7 +789,7 @@ public final class RoutingForwarder {
      * @throws IllegalArgumentException if not positive
      */
     public Builder responseTimeout(Duration responseTimeout) {
-      this.responseTimeout = positive(responseTimeout, "responseTimeout");
+      this.responseTimeout = Checks.positive("responseTimeout", responseTimeout);
       return this;
     }
 
@@ -839,14 +839,6 @@ public final class RoutingForwarder {
      */
     public RoutingForwarder build() {
       return new RoutingForwarder(this);
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive but was " + d);
-      }
-      return d;
     }
   }
 }

@@ -10,6 +10,7 @@ import org.jspecify.annotations.Nullable;
 public final class TokenizeException extends IOException {
   private static final long serialVersionUID = 1L;
 
+  /** The HTTP status of the refusal, or -1 for a malformed response. */
   private final int statusCode;
 
   /**

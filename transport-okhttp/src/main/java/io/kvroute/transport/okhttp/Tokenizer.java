@@ -1,8 +1,8 @@
 package io.kvroute.transport.okhttp;
 
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.openai.OpenAiRequest;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -60,10 +60,6 @@ public interface Tokenizer {
     if (prompt.text() != null) {
       return tokenize(request.model(), prompt.text());
     }
-    List<ChatMessage> messages = new ArrayList<>();
-    for (io.kvroute.openai.ChatMessage m : prompt.messages()) {
-      messages.add(new ChatMessage(m.role(), m.content()));
-    }
-    return tokenizeChat(request.model(), messages);
+    return tokenizeChat(request.model(), prompt.messages());
   }
 }

@@ -58,7 +58,9 @@ public final class UpstreamException extends RoutingException {
     }
   }
 
+  /** What failed. */
   private final Reason reason;
+  /** The worker of the failed attempt, or null. */
   private final @Nullable WorkerId workerId;
 
   /**
