@@ -517,10 +517,7 @@ public final class ArticleExperiment {
           o.reducedSuite = arg.equals("--suite-reduced");
           continue;
         }
-        if (i + 1 >= args.length) {
-          throw new IllegalArgumentException("missing value after " + arg);
-        }
-        String value = args[++i];
+        String value = Cli.valueAfter(args, i++);
         switch (arg) {
           case "--kinds" -> o.kinds = Cli.positives(value, arg);
           case "--policies" -> {

@@ -38,6 +38,19 @@ final class Cli {
   }
 
   /**
+   * The value of the option at {@code args[i]}.
+   *
+   * @return {@code args[i + 1]}
+   * @throws IllegalArgumentException if the option is the last argument
+   */
+  static String valueAfter(String[] args, int i) {
+    if (i + 1 >= args.length) {
+      throw new IllegalArgumentException("missing value after " + args[i]);
+    }
+    return args[i + 1];
+  }
+
+  /**
    * Parses a positive integer.
    *
    * @throws IllegalArgumentException naming {@code option} if {@code value} is not one

@@ -380,10 +380,7 @@ public final class ReplicaExperiment {
           o.help = true;
           continue;
         }
-        if (i + 1 >= args.length) {
-          throw new IllegalArgumentException("missing value after " + arg);
-        }
-        String value = args[++i];
+        String value = Cli.valueAfter(args, i++);
         switch (arg) {
           case "--replicas" -> o.replicas = Cli.positives(value, arg);
           case "--kinds" -> o.kinds = Cli.positives(value, arg);

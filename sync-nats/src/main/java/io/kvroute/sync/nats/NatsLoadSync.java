@@ -26,6 +26,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
@@ -70,7 +71,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   public static final String DEFAULT_SUBJECT = "kvroute.load";
   /**
    * By default a delta batched while the publisher is busy waits at most about this long: the first delta after a
-   * quiet period is published at once (a peer learns of it one NATS delivery later, tens of microseconds on a
+   * quiet period is published at once (a peer learns of it one NATS delivery later, well under a millisecond on a
    * loopback or LAN), and during a burst the publisher polls at this interval instead of being woken per delta, so
    * that the selecting threads pay one wake-up per quiet period, not per request. The value is the scale of one
    * network round trip: waiting less would not make peers' views fresher than their own delivery latency does.
@@ -791,7 +792,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
             long[] hashes = snapshot.hashes().get(w);
             for (int from = 0; from < hashes.length; from += WARMUP_CHUNK) {
               int n = Math.min(WARMUP_CHUNK, hashes.length - from);
-              v.predicted(snapshot.workers().get(w), java.util.Arrays.copyOfRange(hashes, from, from + n), n);
+              v.predicted(snapshot.workers().get(w), Arrays.copyOfRange(hashes, from, from + n), n);
               applied += n;
             }
           }

@@ -149,6 +149,50 @@ class WarmupTest {
     }
   }
 
+  @Test
+  void aNewReplicaWarmsUpByItselfOnItsFirstConnection() throws Exception {
+    Router a = router("a", 1, NatsLoadSync.newBuilder().warmupBucket(bucket));
+    awaitConnected(syncs.get(0));
+    for (int k = 0; k < 3; k++) {
+      a.select(prompt(k, k, 0)).close();
+    }
+    syncs.get(0).close();
+    router("late", 99, NatsLoadSync.newBuilder().warmupBucket(bucket));
+    NatsLoadSync late = syncs.get(1);
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (late.stats().warmupBlocksApplied() == 0) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("no warm-up without a warmUp() call: " + late.stats());
+      }
+      Thread.sleep(5);
+    }
+    assertEquals(3 * PREFIX_BLOCKS, late.stats().warmupBlocksApplied(), "a's three prompts, nothing twice");
+  }
+
+  @Test
+  void aSnapshotOlderThanTheMaximumAgeIsNotApplied() throws Exception {
+    Duration maxAge = Duration.ofMillis(500);
+    try (Connection c = Nats.connect(NATS.server().url())) {
+      // A bucket that keeps entries for a minute: the age check below is the sync's own, not JetStream's expiry.
+      c.keyValueManagement().create(io.nats.client.api.KeyValueConfiguration.builder().name(bucket)
+          .maxHistoryPerKey(1).ttl(Duration.ofMinutes(1)).build());
+    }
+    Router a = router("a", 1, NatsLoadSync.newBuilder().warmupBucket(bucket).warmupMaxAge(maxAge));
+    awaitConnected(syncs.get(0));
+    a.select(prompt(0, 0, 0)).close();
+    syncs.get(0).close();
+    Thread.sleep(maxAge.toMillis() + 300); // the snapshot's predictions are older than the maximum age now
+    router("late", 99, NatsLoadSync.newBuilder().warmupBucket(bucket).warmupMaxAge(maxAge));
+    awaitConnected(syncs.get(1));
+    try (Connection c = Nats.connect(NATS.server().url())) {
+      assertEquals(List.of("a"), c.keyValue(bucket).keys(), "the stale snapshot is still in the bucket");
+    }
+    assertEquals(0, syncs.get(1).warmUp(), "stale predictions are not taken");
+    router("tolerant", 98, NatsLoadSync.newBuilder().warmupBucket(bucket)); // the default maximum age, 120 s
+    awaitConnected(syncs.get(2));
+    assertEquals(PREFIX_BLOCKS, syncs.get(2).warmUp(), "the same snapshot, young enough for a longer maximum age");
+  }
+
   private static void awaitConnected(NatsLoadSync sync) throws InterruptedException {
     long deadline = System.nanoTime() + 10_000_000_000L;
     while (!sync.isConnected()) {
