@@ -254,24 +254,19 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         }
       }
     }
-    // Ties (within one engine step) go to the worker that took the fewest new prefixes, then by rendezvous hash.
+    // Ties (within one engine step) go to the worker with the fewest prompt tokens waiting for their first token
+    // (they share this request's prefill step), then the fewest active requests (each lengthens every step), then
+    // the fewest new prefixes lately, then by rendezvous hash of the prefix.
     int blocks = c.requestBlocks();
     long key = blocks == 0 ? 0 : c.sequenceHash(Math.min(8, blocks) - 1);
     int choice = best;
-    double choicePlaced = placements.get(c.worker(best).id());
-    long choiceScore = rendezvous(key, c.worker(best).id());
     for (int i = 0; i < n; i++) {
       if (i == best || !(costs[i] <= bestCost + tolerance)
           || (anyEligible && c.cost(i) == Double.POSITIVE_INFINITY)) {
         continue;
       }
-      double placed = placements.get(c.worker(i).id());
-      long score = rendezvous(key, c.worker(i).id());
-      if (placed < choicePlaced - 1e-9
-          || (Math.abs(placed - choicePlaced) <= 1e-9 && Long.compareUnsigned(score, choiceScore) > 0)) {
+      if (breaksTie(c, i, choice, key)) {
         choice = i;
-        choicePlaced = placed;
-        choiceScore = score;
       }
     }
     int shared = (int) Math.max(bestHit, hit(c, choice, maxHitBlocks));
@@ -351,6 +346,26 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     double observed = load.kvCacheUsage() * m.maxCached / booked;
     observed = Math.max(1, Math.min(4, observed));
     m.footprint += (observed - m.footprint) / config.learningWindow() * 8;
+  }
+
+  /**
+   * Whether tied candidate {@code i} is preferred to {@code j}: fewer prompt tokens waiting for a first token, then
+   * fewer active requests, then fewer new prefixes placed lately, then the higher rendezvous hash of the prefix.
+   */
+  private boolean breaksTie(Candidates c, int i, int j, long key) {
+    int cmp = Long.compare(c.prefillTokens(i), c.prefillTokens(j));
+    if (cmp == 0) {
+      cmp = Integer.compare(c.activeRequests(i), c.activeRequests(j));
+    }
+    if (cmp != 0) {
+      return cmp < 0;
+    }
+    double pi = placements.get(c.worker(i).id());
+    double pj = placements.get(c.worker(j).id());
+    if (Math.abs(pi - pj) > 1e-9) {
+      return pi < pj;
+    }
+    return Long.compareUnsigned(rendezvous(key, c.worker(i).id()), rendezvous(key, c.worker(j).id())) > 0;
   }
 
   /** The worker's mean request duration, or 0 (no balancing moves) before one has completed. */

@@ -85,6 +85,50 @@ class PredictedTtftPolicyTest {
     assertEquals(1, free.select(candidates(PROMPT, 30, 500, 0, 600)), "with no eviction price B wins");
   }
 
+  /** A and B with their held blocks, queued prefill tokens and active requests; caches of 600 blocks. */
+  private static Candidates tied(int[] prompt, int heldA, long queuedA, int activeA, int heldB, long queuedB,
+      int activeB) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(prompt), prompt.length, 16, BlockHasher.of(16).sequenceHashes(prompt));
+    c.add(A, heldA, heldA, 600, null);
+    c.add(B, heldB, heldB, 600, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, queuedA, 32, activeA);
+    c.setLoad(1, 0, queuedB, 32, activeB);
+    return c;
+  }
+
+  /**
+   * Two holders of the whole prefix with equal predicted costs (nothing queued, 32 tokens to prefill at either)
+   * differ only in active requests: the one with fewer wins, whatever the prefix (its rendezvous hash would pick
+   * either worker about half the time).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void equalCostsGoToTheWorkerWithFewerActiveRequests(long seed) {
+    for (int p = 0; p < 16; p++) {
+      int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
+      assertEquals(1, RouterPolicy.predictedTtft().select(tied(prompt, 30, 0, 1, 30, 0, 0)), "prompt " + p);
+      assertEquals(0, RouterPolicy.predictedTtft().select(tied(prompt, 30, 0, 0, 30, 0, 1)), "prompt " + p);
+    }
+  }
+
+  /**
+   * Equal costs with different queues: A holds 30 blocks but has 32 prompt tokens waiting for their first token
+   * (32 queued + 32 uncached = 64), B holds 28 blocks and has none (64 uncached). B has one more active request, but
+   * A's waiting prompt would share this request's prefill step: the tie goes to B. (Preferring the fewest active
+   * requests alone kept requests that arrive together on the worker that just emptied, in one prefill batch.)
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void equalCostsGoToTheWorkerWithLessPromptWaitingBeforeFewerActiveRequests(long seed) {
+    for (int p = 0; p < 16; p++) {
+      int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
+      assertEquals(1, RouterPolicy.predictedTtft().select(tied(prompt, 30, 32, 0, 28, 0, 1)), "prompt " + p);
+      assertEquals(0, RouterPolicy.predictedTtft().select(tied(prompt, 28, 0, 1, 30, 32, 0)), "prompt " + p);
+    }
+  }
+
   static Stream<Long> seeds() {
     return LongStream.range(0, 4).boxed();
   }

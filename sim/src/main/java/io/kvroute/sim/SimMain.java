@@ -58,7 +58,7 @@ public final class SimMain {
     }
     SimServer server;
     try {
-      server = builder.start();
+      server = builder.build();
     } catch (IOException | RuntimeException e) {
       System.err.println("SimMain: cannot start: " + e);
       System.exit(1);

@@ -39,7 +39,7 @@ class SimMainTest {
     ByteArrayOutputStream log = new ByteArrayOutputStream();
     PrintStream out = new PrintStream(log, true, StandardCharsets.UTF_8);
     try (SimServer server = SimMain.parse(new String[] {"--model", "m1", "--blocks", "64", "--speedup", "50",
-        "--max-tokens", "2", "--no-events", "--log-requests"}, out).start()) {
+        "--max-tokens", "2", "--no-events", "--log-requests"}, out).build()) {
       assertEquals("m1", server.config().modelName());
       assertEquals(64, server.config().numBlocks());
       assertEquals(null, server.kvEventsEndpoint());

@@ -10,7 +10,7 @@ import io.kvroute.KvIndexer;
 import io.kvroute.PrefixMatch;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventSubscriber;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.net.URI;
@@ -39,7 +39,7 @@ class SimServerTest {
     server = SimServer.newBuilder()
         .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
         .speedup(50)
-        .start();
+        .build();
     client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
   }
 
@@ -256,7 +256,7 @@ class SimServerTest {
     try (SimServer events = SimServer.newBuilder()
         .engine(SimEngineConfig.newBuilder().numBlocks(64).build())
         .speedup(100)
-        .start()) {
+        .build()) {
       KvIndexer indexer = KvIndexer.newBuilder().blockSize(16).build();
       WorkerId worker = WorkerId.of("sim");
       try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(indexer).build()) {
@@ -282,7 +282,7 @@ class SimServerTest {
 
   @Test
   void publishingCanBeTurnedOff() throws Exception {
-    try (SimServer quiet = SimServer.newBuilder().kvEvents(false).start()) {
+    try (SimServer quiet = SimServer.newBuilder().kvEvents(false).build()) {
       assertNull(quiet.kvEventsEndpoint());
       assertEquals(200, client.send(HttpRequest.newBuilder(quiet.baseUri().resolve("/health")).timeout(TIMEOUT)
           .GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode());
@@ -302,7 +302,7 @@ class SimServerTest {
   @Test
   void clientThatGoesAwayMidStreamHasItsRequestAbortedAndBlocksFreed() throws Exception {
     try (SimServer slow = SimServer.newBuilder().kvEvents(false)
-        .engine(SimEngineConfig.newBuilder().numBlocks(64).build()).speedup(1).start()) {
+        .engine(SimEngineConfig.newBuilder().numBlocks(64).build()).speedup(1).build()) {
       String body = Json.write(Map.of("prompt", words("gone", 40), "max_tokens", 500, "stream", true));
       HttpResponse<java.io.InputStream> response = client.send(
           HttpRequest.newBuilder(slow.baseUri().resolve("/v1/completions")).timeout(TIMEOUT)
@@ -352,7 +352,7 @@ class SimServerTest {
         .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
         .kvEvents(false)
         .speedup(1) // about 10 ms per decode step: 2000 tokens would take 20 s
-        .start();
+        .build();
     String body = "{\"model\":\"sim-model\",\"prompt\":\"" + words("cut", 20) + "\",\"max_tokens\":2000,"
         + "\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
     byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);

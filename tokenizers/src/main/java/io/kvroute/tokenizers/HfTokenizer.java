@@ -2,7 +2,7 @@ package io.kvroute.tokenizers;
 
 import static java.lang.System.Logger.Level.INFO;
 
-import io.kvroute.transport.okhttp.ChatMessage;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.transport.okhttp.Tokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
