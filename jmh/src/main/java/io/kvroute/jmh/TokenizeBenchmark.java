@@ -32,10 +32,14 @@ import org.openjdk.jmh.annotations.Warmup;
  * and a multi-turn conversation that grows by one user message, with and without the prefix cache.
  *
  * <ul>
- *   <li>{@code localChat}: the whole body rendered and encoded, no prefix cache (a first turn).
- *   <li>{@code localRenderOnly} / {@code localEncodeOnly}: the two halves of it.
+ *   <li>{@code localChat}: the whole body rendered and encoded, no prefix cache (a first turn), with the default
+ *       encoder (the pure-Java BPE for Qwen3); {@code localChatNative}: the same with the Rust library (DJL).
+ *   <li>{@code localRenderOnly} / {@code localEncodeOnly} ({@code localEncodeOnlyNative}): the two halves of it.
  *   <li>{@code remoteTokenize}: the same body POSTed to the simulator's {@code /tokenize} (its tokenizer is a word
  *       splitter, so this measures the HTTP round trip, not a BPE).
+ *   <li>{@code remoteTokenizeRealNative} / {@code remoteTokenizeRealJava}: the same, to a simulator whose
+ *       {@code /tokenize} runs the real Qwen3 tokenizer ({@code SimServer.Builder.requestTokenizer}) with the Rust
+ *       library (what vLLM runs, less its Python template rendering) or with the pure-Java encoder.
  *   <li>{@code multiTurnCached} / {@code multiTurnUncached}: a 2,048-token history plus a new, never seen user
  *       message each call; with the cache, the history's ids come from the previous turn.
  * </ul>
@@ -58,9 +62,16 @@ public class TokenizeBenchmark {
       "queue", "block", "hash", "request", "你好", "世界", "😀", "42", "don't", "GPU", "vLLM", "Java"};
 
   private HfTokenizer uncached;
+  private HfTokenizer uncachedNative;
   private HfTokenizer cached;
+  private HfTokenizer simNative;
+  private HfTokenizer simJava;
   private SimServer sim;
+  private SimServer realNativeSim;
+  private SimServer realJavaSim;
   private OkHttpTokenizer remote;
+  private OkHttpTokenizer remoteRealNative;
+  private OkHttpTokenizer remoteRealJava;
   private byte[] chat;
   private String rendered;
   private String history;
@@ -70,7 +81,10 @@ public class TokenizeBenchmark {
   public void setUp() throws IOException {
     Path dir = modelDir();
     uncached = HfTokenizer.newBuilder(dir).prefixCacheBytes(0).build();
+    uncachedNative = HfTokenizer.newBuilder(dir).prefixCacheBytes(0).engine(HfTokenizer.Engine.NATIVE).build();
     cached = HfTokenizer.newBuilder(dir).build();
+    simNative = HfTokenizer.newBuilder(dir).prefixCacheBytes(0).engine(HfTokenizer.Engine.NATIVE).build();
+    simJava = HfTokenizer.newBuilder(dir).prefixCacheBytes(0).engine(HfTokenizer.Engine.JAVA).build();
     SplittableRandom r = new SplittableRandom(2048);
     StringBuilder text = new StringBuilder();
     while (uncached.tokenize(text.toString(), false).length < 2000) {
@@ -99,13 +113,28 @@ public class TokenizeBenchmark {
     sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build()).kvEvents(false)
         .speedup(1000).build();
     remote = OkHttpTokenizer.newBuilder().endpoint(sim.baseUri()).build();
+    realNativeSim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build())
+        .kvEvents(false).speedup(1000).requestTokenizer(simNative::tokenizeRequest).start();
+    remoteRealNative = OkHttpTokenizer.newBuilder().endpoint(realNativeSim.baseUri()).build();
+    realJavaSim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build())
+        .kvEvents(false).speedup(1000).requestTokenizer(simJava::tokenizeRequest).start();
+    remoteRealJava = OkHttpTokenizer.newBuilder().endpoint(realJavaSim.baseUri()).build();
+    if (!java.util.Arrays.equals(remoteRealNative.tokenizeRequest(chat), uncached.tokenizeRequest(chat))
+        || !java.util.Arrays.equals(remoteRealJava.tokenizeRequest(chat), uncachedNative.tokenizeRequest(chat))) {
+      throw new IllegalStateException("the real-tokenizer simulators disagree with the local tokenizers");
+    }
   }
 
   @TearDown(Level.Trial)
   public void tearDown() {
     sim.close();
+    realNativeSim.close();
+    realJavaSim.close();
     uncached.close();
+    uncachedNative.close();
     cached.close();
+    simNative.close();
+    simJava.close();
   }
 
   private byte[] next() {
@@ -134,6 +163,26 @@ public class TokenizeBenchmark {
   @Benchmark
   public int[] localChat() {
     return uncached.tokenizeRequest(chat);
+  }
+
+  @Benchmark
+  public int[] localChatNative() {
+    return uncachedNative.tokenizeRequest(chat);
+  }
+
+  @Benchmark
+  public int[] localEncodeOnlyNative() {
+    return uncachedNative.tokenize(rendered, false);
+  }
+
+  @Benchmark
+  public int[] remoteTokenizeRealNative() throws IOException {
+    return remoteRealNative.tokenizeRequest(chat);
+  }
+
+  @Benchmark
+  public int[] remoteTokenizeRealJava() throws IOException {
+    return remoteRealJava.tokenizeRequest(chat);
   }
 
   @Benchmark

@@ -61,7 +61,16 @@ final class ChatTemplate {
   private static final ThreadLocal<JinjavaInterpreter> INTERPRETER = ThreadLocal.withInitial(() -> {
     Context root = new Context();
     registerCompat(root);
-    return new JinjavaInterpreter(JINJAVA, root, JINJAVA.getGlobalConfig());
+    return new JinjavaInterpreter(JINJAVA, root, JINJAVA.getGlobalConfig()) {
+      /**
+       * A string prints as itself, as in Jinja2: the pyish mapper (kept for lists, dicts and booleans) would write
+       * it as a quoted JSON-like literal and unquote it again, the largest cost of rendering a long message.
+       */
+      @Override
+      public String getAsString(Object object) {
+        return object instanceof String s ? s : super.getAsString(object);
+      }
+    };
   });
 
   private final String name;
@@ -489,6 +498,9 @@ final class ChatTemplate {
             .withDefaultKeepTrailingNewlineBehavior(false)
             .build())
         .withMaxOutputSize(64L << 20)
+        // Jinjava would render a printed value again when it holds "{{" or "{%": a message's text would run as
+        // template code (and tokenize differently from vLLM's); Jinja2 never does
+        .withNestedInterpretationEnabled(false)
         .build();
     Jinjava jinjava = new Jinjava(config);
     registerCompat(jinjava.getGlobalContext()); // read for the function mapper and the load-time name checks

@@ -40,6 +40,18 @@ class ChatTemplateTest {
     return render(template, vars);
   }
 
+  /**
+   * Jinja2 prints a string as itself: quotes, backslashes, escapes, non-ASCII text and template syntax in a message
+   * pass through unchanged (never rendered as template code).
+   */
+  @Test
+  void stringsPrintVerbatim() {
+    String tricky = "it's \"quoted\" \\ back\\slash \\n not a newline\n a newline \t tab 'x' \u00e9 你好 😀 {{ x }} %}";
+    assertEquals(tricky + "|" + tricky, render("{{ v }}|{{ v if v else '' }}", Map.of("v", tricky)));
+    assertEquals("{{ raise_exception('injected') }}{% set x = 1 %}",
+        render("{{ v }}", Map.of("v", "{{ raise_exception('injected') }}{% set x = 1 %}")));
+  }
+
   @ParameterizedTest(name = "{0}")
   @CsvSource(delimiterString = " :: ", quoteCharacter = '`', value = {
       "loop controls :: {% for x in xs %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %} :: 13",
