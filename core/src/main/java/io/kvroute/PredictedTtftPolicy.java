@@ -37,8 +37,11 @@ import java.util.Objects;
  * could take the request without evicting a warm prefix, so balance never costs the cache. Among the rest the cost
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
  * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
- * Costs closer than one engine step (the smallest fitted {@code a}) tie, and ties go to the worker that took the
- * fewest new prefixes lately, then by rendezvous hash of the prefix.
+ * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that both hold as much
+ * of the prompt as any, the tie goes to the one with fewer prompt tokens waiting for a first token (they share this
+ * request's prefill step), then fewer active requests (each lengthens every step); otherwise, and then, to the one
+ * that took the fewest new prefixes lately, then by rendezvous hash of the prefix, so that copies and new prefixes
+ * land consistently rather than wherever is least busy.
  */
 final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   private static final double PLACEMENT_DECAY = 0.98;
@@ -254,9 +257,10 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         }
       }
     }
-    // Ties (within one engine step) go to the worker with the fewest prompt tokens waiting for their first token
-    // (they share this request's prefill step), then the fewest active requests (each lengthens every step), then
-    // the fewest new prefixes lately, then by rendezvous hash of the prefix.
+    // Ties (within one engine step): between two workers that both hold as much of the prompt as any, the one with
+    // the fewest prompt tokens waiting for their first token (they share this request's prefill step), then the
+    // fewest active requests (each lengthens every step); otherwise, and then, the one that took the fewest new
+    // prefixes lately, then by rendezvous hash of the prefix (so copies and new prefixes land consistently).
     int blocks = c.requestBlocks();
     long key = blocks == 0 ? 0 : c.sequenceHash(Math.min(8, blocks) - 1);
     int choice = best;
@@ -265,7 +269,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
           || (anyEligible && c.cost(i) == Double.POSITIVE_INFINITY)) {
         continue;
       }
-      if (breaksTie(c, i, choice, key)) {
+      boolean holders = bestHit > 0 && hit(c, i, maxHitBlocks) == bestHit && hit(c, choice, maxHitBlocks) == bestHit;
+      if (breaksTie(c, i, choice, key, holders)) {
         choice = i;
       }
     }
@@ -349,16 +354,20 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   }
 
   /**
-   * Whether tied candidate {@code i} is preferred to {@code j}: fewer prompt tokens waiting for a first token, then
-   * fewer active requests, then fewer new prefixes placed lately, then the higher rendezvous hash of the prefix.
+   * Whether tied candidate {@code i} is preferred to {@code j}. Between two {@code holders} of the prompt's longest
+   * cached prefix: fewer prompt tokens waiting for a first token, then fewer active requests. Then (and between
+   * others, where the tie decides where a copy or a new prefix lives, not which holder serves it): fewer new
+   * prefixes placed lately, then the higher rendezvous hash of the prefix.
    */
-  private boolean breaksTie(Candidates c, int i, int j, long key) {
-    int cmp = Long.compare(c.prefillTokens(i), c.prefillTokens(j));
-    if (cmp == 0) {
-      cmp = Integer.compare(c.activeRequests(i), c.activeRequests(j));
-    }
-    if (cmp != 0) {
-      return cmp < 0;
+  private boolean breaksTie(Candidates c, int i, int j, long key, boolean holders) {
+    if (holders) {
+      int cmp = Long.compare(c.prefillTokens(i), c.prefillTokens(j));
+      if (cmp == 0) {
+        cmp = Integer.compare(c.activeRequests(i), c.activeRequests(j));
+      }
+      if (cmp != 0) {
+        return cmp < 0;
+      }
     }
     double pi = placements.get(c.worker(i).id());
     double pj = placements.get(c.worker(j).id());
