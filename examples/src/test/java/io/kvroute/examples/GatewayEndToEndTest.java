@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.kvroute.WorkerId;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
 import java.io.BufferedReader;

@@ -1,7 +1,7 @@
 package io.kvroute.openai;
 
 /**
- * Malformed JSON, or a value {@link Json} cannot write; immutable, thread-safe.
+ * Malformed JSON, or a value {@link io.kvroute.openai.internal.Json} cannot write; immutable, thread-safe.
  *
  * <p>Its message names what was wrong and, for input, the character offset where it was found.
  */

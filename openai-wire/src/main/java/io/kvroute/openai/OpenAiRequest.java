@@ -1,5 +1,6 @@
 package io.kvroute.openai;
 
+import io.kvroute.openai.internal.Json;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -11,7 +12,7 @@ import org.jspecify.annotations.Nullable;
  * The parsed body of an OpenAI-compatible request ({@code /v1/completions}, {@code /v1/chat/completions},
  * {@code /tokenize}); an immutable value, thread-safe.
  *
- * <p>{@link #parse} reads the JSON strictly (see {@link Json}) and checks the members every request may carry:
+ * <p>{@link #parse} reads the JSON strictly (see {@link io.kvroute.openai.internal.Json}) and checks the members every request may carry:
  * {@code model} (a string) and {@code stream} (a boolean). The other members are read, and checked, when asked
  * for: {@link #prompt()} (exactly one of {@code prompt} and {@code messages}), {@link #completionPrompt()},
  * {@link #chatMessages()}, {@link #maxTokens()}, {@link #includeUsage()}. A JSON {@code null} counts as absent, as
@@ -61,7 +62,7 @@ public final class OpenAiRequest {
   }
 
   /**
-   * Every member of the body, as {@link Json} read them.
+   * Every member of the body, as the strict JSON reader read them.
    *
    * @return the members, unmodifiable
    */

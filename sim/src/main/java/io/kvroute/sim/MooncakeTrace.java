@@ -1,6 +1,6 @@
 package io.kvroute.sim;
 
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

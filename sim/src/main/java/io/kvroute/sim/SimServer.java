@@ -9,7 +9,7 @@ import io.kvroute.KvEvent;
 import io.kvroute.events.zmq.KvEventPublisher;
 import io.kvroute.events.zmq.WireFormat;
 import io.kvroute.openai.ChatMessage;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import io.kvroute.openai.JsonException;
 import io.kvroute.openai.OpenAiRequest;
 import io.kvroute.openai.OpenAiRequestException;

@@ -10,7 +10,7 @@ import io.kvroute.KvIndexer;
 import io.kvroute.PrefixMatch;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventSubscriber;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

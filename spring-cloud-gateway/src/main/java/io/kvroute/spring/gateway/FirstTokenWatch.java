@@ -1,6 +1,6 @@
 package io.kvroute.spring.gateway;
 
-import io.kvroute.openai.FirstTokenScanner;
+import io.kvroute.openai.internal.FirstTokenScanner;
 import org.springframework.core.io.buffer.DataBuffer;
 
 /**

@@ -1,6 +1,6 @@
 package io.kvroute.transport.okhttp;
 
-import io.kvroute.openai.FirstTokenScanner;
+import io.kvroute.openai.internal.FirstTokenScanner;
 import okhttp3.MediaType;
 import okio.Buffer;
 import org.jspecify.annotations.Nullable;

@@ -2,7 +2,7 @@ package io.kvroute.transport.okhttp;
 
 import com.sun.net.httpserver.Headers;
 import com.sun.net.httpserver.HttpExchange;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;

@@ -9,7 +9,7 @@ import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import io.kvroute.openai.JsonException;
 import io.kvroute.openai.OpenAiRequest;
 import java.io.IOException;

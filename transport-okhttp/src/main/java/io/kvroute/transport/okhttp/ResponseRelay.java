@@ -1,6 +1,6 @@
 package io.kvroute.transport.okhttp;
 
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;

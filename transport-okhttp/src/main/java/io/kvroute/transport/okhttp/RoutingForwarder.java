@@ -12,7 +12,7 @@ import io.kvroute.Routing;
 import io.kvroute.RoutingException;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.ConnectException;

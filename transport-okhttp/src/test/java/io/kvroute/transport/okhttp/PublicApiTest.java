@@ -1,47 +1,19 @@
 package io.kvroute.transport.okhttp;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import io.kvroute.ApiSurface;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import io.kvroute.apidump.AbstractPublicApiTest;
 import java.util.List;
-import java.util.Set;
-import org.junit.jupiter.api.Test;
 
 /**
- * Tracks the module's public API in {@code transport-okhttp/api/kvroute-transport-okhttp.txt}, as core does: any
- * change to a public signature fails here until the dump is regenerated with
- * {@code mvn -pl transport-okhttp test -Dtest=PublicApiTest -Dapi.update=true}. Also guards the module's imports.
+ * Tracks this module's public API in {@code transport-okhttp/api/kvroute-transport-okhttp.txt} and guards
+ * its imports (see {@link AbstractPublicApiTest} for how to regenerate the dump).
  */
-class PublicApiTest {
-  private static final Path API_FILE = Path.of("api/kvroute-transport-okhttp.txt");
-  private static final Set<String> ALLOWED_IMPORT_PREFIXES = Set.of("java.", "io.kvroute.", "okhttp3.", "okio.",
-      "org.jspecify.annotations.", "com.sun.net.httpserver.", // the JDK's jdk.httpserver module
-      "javax.net."); // the JDK's socket factories
-
-  @Test
-  void publicApiMatchesTheCheckedInDump() throws IOException {
-    String current = ApiSurface.dump("io.kvroute.transport.okhttp", Path.of("target/classes"),
-        PublicApiTest.class.getClassLoader());
-    if (Boolean.getBoolean("api.update")) {
-      Files.createDirectories(API_FILE.getParent());
-      Files.writeString(API_FILE, current, StandardCharsets.UTF_8);
-    }
-    String expected = Files.exists(API_FILE) ? Files.readString(API_FILE, StandardCharsets.UTF_8) : "";
-    assertEquals(expected, current, "the public API changed; if intended, regenerate the dump with "
-        + "'mvn -pl transport-okhttp test -Dtest=PublicApiTest -Dapi.update=true' and review the diff");
-  }
-
-  @Test
-  void importsOnlyCoreOkHttpAndOkio() throws IOException {
-    List<String> offenders = ApiSurface.disallowedImports(Path.of("src/main/java"),
-        name -> ALLOWED_IMPORT_PREFIXES.stream().anyMatch(name::startsWith)
-            && !name.startsWith("io.kvroute.sim.") && !name.startsWith("io.kvroute.events.")
-            && !name.startsWith("okhttp3.internal.") && !name.startsWith("mockwebserver"));
-    assertTrue(offenders.isEmpty(), "transport-okhttp depends only on kvroute-core, kvroute-openai-wire and okhttp-jvm: " + offenders);
+class PublicApiTest extends AbstractPublicApiTest {
+  PublicApiTest() {
+    super("kvroute-transport-okhttp",
+        List.of("java.", "io.kvroute.", "okhttp3.", "okio.", "org.jspecify.annotations.", "com.sun.net.httpserver.",
+            "javax.net."),
+        List.of("io.kvroute.sim.", "io.kvroute.events.", "okhttp3.internal.", "mockwebserver"),
+        "transport-okhttp depends only on kvroute-core, kvroute-openai-wire, okhttp-jvm and the JDK "
+            + "(jdk.httpserver, socket factories)");
   }
 }

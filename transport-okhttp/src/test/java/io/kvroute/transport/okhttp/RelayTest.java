@@ -13,7 +13,7 @@ import io.kvroute.NoWorkerAvailableException;
 import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
-import io.kvroute.openai.Json;
+import io.kvroute.openai.internal.Json;
 import io.kvroute.openai.OpenAiRequest;
 import io.kvroute.sim.SimServer;
 import java.io.IOException;

@@ -1,5 +1,6 @@
-package io.kvroute.openai;
+package io.kvroute.openai.internal;
 
+import io.kvroute.openai.JsonException;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

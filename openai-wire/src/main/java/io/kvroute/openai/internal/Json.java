@@ -1,5 +1,6 @@
-package io.kvroute.openai;
+package io.kvroute.openai.internal;
 
+import io.kvroute.openai.JsonException;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
