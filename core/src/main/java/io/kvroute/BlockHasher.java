@@ -163,15 +163,8 @@ public final class BlockHasher {
       throw new IllegalArgumentException("out holds " + out.length + " hashes but " + blocks + " are needed");
     }
     if (blockExtraKeys == null && blockSize == 16) {
-      // vLLM's default block and no multimodal keys: one seed for all blocks, no per-block dispatch. Block b's
-      // chain step and block b+1's local hash are independent, so the CPU overlaps them.
-      long seed = cachedSeedFor(loraName);
-      long previous = 0;
-      for (int b = 0; b < blocks; b++) {
-        long local = Xxh3.hashInts16(tokens, b * 16, seed);
-        previous = b == 0 ? local : Xxh3.hash16(previous, local, SEED);
-        out[b] = previous;
-      }
+      // vLLM's default block and no multimodal keys: one seed for all blocks, no per-block dispatch.
+      Xxh3.sequence16(tokens, blocks, cachedSeedFor(loraName), SEED, out);
       return blocks;
     }
     long previous = 0;

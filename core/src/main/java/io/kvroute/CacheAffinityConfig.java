@@ -16,14 +16,17 @@ public record CacheAffinityConfig(int homeBlocks, double loadFactor, double minO
    */
   public static final CacheAffinityConfig DEFAULT = new CacheAffinityConfig(8, 2.0, 0.25);
 
-  /** @throws IllegalArgumentException if a value is out of range */
+  /**
+   * @param homeBlocks how many leading blocks identify a prefix's home worker (8 blocks of 16 = 128 tokens)
+   * @param loadFactor a worker is overloaded when its active requests reach {@code (1 + loadFactor)} times the other
+   *     workers' mean plus one ({@code (1 + loadFactor) x (mean + 1)}); smaller balances more, larger keeps more
+   *     affinity
+   * @param minOverlapFraction the share of the prompt a worker must hold to attract the request by its cache
+   * @throws IllegalArgumentException if a value is out of range
+   */
   public CacheAffinityConfig {
-    if (homeBlocks <= 0) {
-      throw new IllegalArgumentException("homeBlocks must be positive but was " + homeBlocks);
-    }
-    KvAwareConfig.requireNonNegative(loadFactor, "loadFactor");
-    if (!(minOverlapFraction >= 0 && minOverlapFraction <= 1)) {
-      throw new IllegalArgumentException("minOverlapFraction must be in [0, 1] but was " + minOverlapFraction);
-    }
+    Checks.positive("homeBlocks", homeBlocks);
+    Checks.finiteNotNegative("loadFactor", loadFactor);
+    Checks.unitInterval("minOverlapFraction", minOverlapFraction);
   }
 }

@@ -126,21 +126,41 @@ public final class Candidates {
     size = 0;
   }
 
-  /** The number of candidates, at least 1. */
+  /**
+   * The number of candidates, at least 1.
+   *
+   * @return the candidate count
+   */
   public int size() {
     return size;
   }
 
+  /**
+   * The candidate's worker, as registered.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the worker
+   */
   public Worker worker(int i) {
     return workers[check(i)];
   }
 
-  /** Consecutive prompt blocks from the start that candidate {@code i} holds, in any tier. */
+  /**
+   * Consecutive prompt blocks from the start that candidate {@code i} holds, in any tier.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the block count, from 0 to {@link #requestBlocks()}
+   */
   public int overlapBlocks(int i) {
     return overlap[check(i)];
   }
 
-  /** Consecutive prompt blocks from the start that candidate {@code i} holds on its GPU. */
+  /**
+   * Consecutive prompt blocks from the start that candidate {@code i} holds on its GPU.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the block count, at most {@link #overlapBlocks}
+   */
   public int gpuOverlapBlocks(int i) {
     return gpuOverlap[check(i)];
   }
@@ -148,32 +168,60 @@ public final class Candidates {
   /**
    * Consecutive prompt blocks from the start shared with requests routed to candidate {@code i} and still active:
    * blocks it is computing or holds pinned, which KV events may not have reported yet.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the block count, from 0 to {@link #requestBlocks()}
    */
   public int activeOverlapBlocks(int i) {
     return activeOverlap[check(i)];
   }
 
-  /** Prompt tokens routed to candidate {@code i} that have not produced a first token yet. */
+  /**
+   * Prompt tokens routed to candidate {@code i} that have not produced a first token yet.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the token count, zero or more (peers' bookings included with a shared load)
+   */
   public long prefillTokens(int i) {
     return prefill[check(i)];
   }
 
-  /** Blocks candidate {@code i} would hold for active requests if this request were added. */
+  /**
+   * Blocks candidate {@code i} would hold for active requests if this request were added.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the block count, zero or more
+   */
   public long decodeBlocks(int i) {
     return decode[check(i)];
   }
 
-  /** Requests routed to candidate {@code i} and not yet closed. */
+  /**
+   * Requests routed to candidate {@code i} and not yet closed.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the request count, zero or more (peers' bookings included with a shared load)
+   */
   public int activeRequests(int i) {
     return active[check(i)];
   }
 
-  /** Blocks the index holds for candidate {@code i} (its cached tree size). */
+  /**
+   * Blocks the index holds for candidate {@code i} (its cached tree size).
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the block count, zero or more
+   */
   public long cachedBlocks(int i) {
     return cached[check(i)];
   }
 
-  /** The load candidate {@code i}'s engine last reported, or null. */
+  /**
+   * The load candidate {@code i}'s engine last reported, or null.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the load, or null if none was reported (or the last scrape failed)
+   */
   public @Nullable EngineLoad engineLoad(int i) {
     return engineLoads[check(i)];
   }
@@ -182,6 +230,9 @@ public final class Candidates {
    * Candidate {@code i}'s health: {@link HealthState#HEALTHY} or {@link HealthState#SUSPECT}, or
    * {@link HealthState#EJECTED} when it is an ejected worker whose backoff has passed (choosing it sends the one
    * probe request).
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @return the candidate's health state, never null
    */
   public HealthState health(int i) {
     return health[check(i)];
@@ -192,7 +243,12 @@ public final class Candidates {
     return approximate[i];
   }
 
-  /** Records the score a policy gave candidate {@code i}, shown when the request asked for an explanation. */
+  /**
+   * Records the score a policy gave candidate {@code i}, shown when the request asked for an explanation.
+   *
+   * @param i the candidate's index, from 0 to {@code size() - 1}
+   * @param cost the score, in the policy's own unit (lower is better for kvroute's policies)
+   */
   public void recordCost(int i, double cost) {
     costs[check(i)] = cost;
   }
@@ -201,7 +257,11 @@ public final class Candidates {
     return costs[i];
   }
 
-  /** The request's prompt length in tokens. */
+  /**
+   * The request's prompt length in tokens.
+   *
+   * @return the token count, at least 1
+   */
   public int requestTokens() {
     return requestTokens;
   }
@@ -209,6 +269,9 @@ public final class Candidates {
   /**
    * The router's sequence hash of the request's block {@code block}: it identifies the whole prefix up to and
    * including that block.
+   *
+   * @param block the block's position, from 0 to {@code requestBlocks() - 1}
+   * @return the sequence hash
    */
   public long sequenceHash(int block) {
     if (block < 0 || block >= requestBlocks) {
@@ -217,26 +280,47 @@ public final class Candidates {
     return hashes[block];
   }
 
-  /** The request's full blocks. */
+  /**
+   * The request's full blocks.
+   *
+   * @return the count of full blocks, {@code requestTokens() / blockSize()}
+   */
   public int requestBlocks() {
     return requestBlocks;
   }
 
+  /**
+   * The router's block size: tokens per KV block.
+   *
+   * @return the block size, positive
+   */
   public int blockSize() {
     return blockSize;
   }
 
-  /** The request being routed. */
+  /**
+   * The request being routed.
+   *
+   * @return the request, with its tokens, model, adapter and options
+   */
   public RouteRequest request() {
     return request;
   }
 
-  /** The router's random source; use it for every random choice so that seeded routers are reproducible. */
+  /**
+   * The router's random source; use it for every random choice so that seeded routers are reproducible.
+   *
+   * @return the random source; use it only during {@link RouterPolicy#select}
+   */
   public SplittableRandom random() {
     return random;
   }
 
-  /** The router's ticker reading when selection started. */
+  /**
+   * The router's ticker reading when selection started.
+   *
+   * @return nanoseconds, by the router's ticker
+   */
   public long nowNanos() {
     return nowNanos;
   }

@@ -11,6 +11,10 @@ package io.kvroute;
  */
 public record EngineLoad(int running, int waiting, double kvCacheUsage, long observedAtNanos) {
   /**
+   * @param running requests being processed ({@code vllm:num_requests_running})
+   * @param waiting requests queued ({@code vllm:num_requests_waiting})
+   * @param kvCacheUsage fraction of KV cache blocks in use, 0..1 ({@code vllm:kv_cache_usage_perc})
+   * @param observedAtNanos when it was observed, on the router's {@link Ticker}
    * @throws IllegalArgumentException if a count is negative or the usage is outside [0, 1]
    */
   public EngineLoad {
@@ -18,8 +22,6 @@ public record EngineLoad(int running, int waiting, double kvCacheUsage, long obs
       throw new IllegalArgumentException("running and waiting must not be negative but were " + running + ", "
           + waiting);
     }
-    if (!(kvCacheUsage >= 0 && kvCacheUsage <= 1)) {
-      throw new IllegalArgumentException("kvCacheUsage must be in [0, 1] but was " + kvCacheUsage);
-    }
+    Checks.unitInterval("kvCacheUsage", kvCacheUsage);
   }
 }

@@ -27,7 +27,11 @@ public enum FailureKind {
     this.countsTowardEjection = countsTowardEjection;
   }
 
-  /** Whether consecutive failures of this kind eject the worker. */
+  /**
+   * Whether consecutive failures of this kind eject the worker.
+   *
+   * @return true for every kind but {@link #SCRAPE_FAILED}
+   */
   public boolean countsTowardEjection() {
     return countsTowardEjection;
   }

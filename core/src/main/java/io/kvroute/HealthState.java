@@ -17,7 +17,11 @@ public enum HealthState {
   /** Taken out of rotation by the operator ({@link Router#drain}): no new requests, in-flight ones finish. */
   DRAINING;
 
-  /** Whether a worker in this state is a candidate for new requests. */
+  /**
+   * Whether a worker in this state is a candidate for new requests.
+   *
+   * @return true for {@link #HEALTHY} and {@link #SUSPECT}
+   */
   public boolean routable() {
     return this == HEALTHY || this == SUSPECT;
   }

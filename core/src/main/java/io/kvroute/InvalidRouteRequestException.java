@@ -18,6 +18,7 @@ public final class InvalidRouteRequestException extends RoutingException {
     INVALID_PARAMETER
   }
 
+  /** What is wrong with the request. */
   private final Reason reason;
 
   /**

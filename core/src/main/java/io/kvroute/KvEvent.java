@@ -42,6 +42,15 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
       implements KvEvent {
 
     /**
+     * @param blockHashes the engine's hash of each block
+     * @param parentBlockHash the engine hash of the block before the first one, or null
+     * @param tokenIds the tokens of all the blocks, {@code blockHashes.length * blockSize} of them
+     * @param blockSize tokens per block as the engine sees it; 0 marks an offload placeholder without tokens
+     * @param loraName the LoRA adapter the blocks were computed with, or null for the base model
+     * @param tier where the blocks are held
+     * @param cacheSpecKind the KV cache group kind ({@code full_attention}, {@code sliding_window}, …), or null when
+     *     the engine does not say; only full attention (and MLA) groups count toward prefix matches
+     * @param extraKeys per-block multimodal content hashes (null, or one possibly-null entry per block)
      * @throws NullPointerException if an array or the tier is null
      * @throws IllegalArgumentException if {@code blockSize} is negative
      */
@@ -49,18 +58,34 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
       Objects.requireNonNull(blockHashes, "blockHashes");
       Objects.requireNonNull(tokenIds, "tokenIds");
       Objects.requireNonNull(tier, "tier");
-      if (blockSize < 0) {
-        throw new IllegalArgumentException("blockSize must not be negative but was " + blockSize);
-      }
+      Checks.notNegative("blockSize", blockSize);
     }
 
-    /** A stored event for GPU blocks of the base model with no multimodal keys. */
+    /**
+     * A stored event for GPU blocks of the base model with no multimodal keys.
+     *
+     * @param blockHashes the engine's hash of each block
+     * @param parentBlockHash the engine hash of the block before the first one, or null for a prefix's first block
+     * @param tokenIds the tokens of all the blocks, {@code blockHashes.length * blockSize} of them
+     * @param blockSize tokens per block as the engine sees it
+     * @return a stored event of GPU blocks, without LoRA adapter, cache group kind or multimodal keys
+     */
     public static BlockStored of(long[] blockHashes, @Nullable Long parentBlockHash, int[] tokenIds, int blockSize) {
       return new BlockStored(blockHashes, parentBlockHash, tokenIds, blockSize, null, StorageTier.GPU, null, null);
     }
 
-    /** Whether these blocks belong to a KV cache group that counts toward prefix matches. */
+    /**
+     * Whether these blocks belong to a KV cache group that counts toward prefix matches.
+     *
+     * @return true for full attention and MLA groups and when the engine names no kind; false for sliding window, Mamba
+     *     and other groups
+     */
     public boolean countsTowardPrefix() {
+      return countsTowardPrefix(cacheSpecKind);
+    }
+
+    /** Whether blocks of this KV cache spec kind (null: not sent) count toward prefixes. */
+    static boolean countsTowardPrefix(@Nullable String cacheSpecKind) {
       if (cacheSpecKind == null) {
         return true;
       }
@@ -68,7 +93,12 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
       return kind.equals("full_attention") || kind.equals("mla_attention") || kind.equals("full");
     }
 
-    /** The multimodal keys of block {@code index}, or null. */
+    /**
+     * The multimodal keys of block {@code index}, or null.
+     *
+     * @param index the block's position in this event, from 0
+     * @return the block's keys, or null when the event has none for it
+     */
     public long @Nullable [] extraKeysOf(int index) {
       return extraKeys != null && index < extraKeys.length ? extraKeys[index] : null;
     }
@@ -103,13 +133,22 @@ public sealed interface KvEvent permits KvEvent.BlockStored, KvEvent.BlockRemove
 
   /** Blocks an engine evicted from {@code tier}. */
   record BlockRemoved(long[] blockHashes, StorageTier tier) implements KvEvent {
-    /** @throws NullPointerException if an argument is null */
+    /**
+     * @param blockHashes the engine's hashes of the removed blocks
+     * @param tier the tier they were evicted from
+     * @throws NullPointerException if an argument is null
+     */
     public BlockRemoved {
       Objects.requireNonNull(blockHashes, "blockHashes");
       Objects.requireNonNull(tier, "tier");
     }
 
-    /** A removal from the GPU tier. */
+    /**
+     * A removal from the GPU tier.
+     *
+     * @param blockHashes the engine's hashes of the removed blocks
+     * @return a removal from {@link StorageTier#GPU}
+     */
     public static BlockRemoved of(long... blockHashes) {
       return new BlockRemoved(blockHashes, StorageTier.GPU);
     }

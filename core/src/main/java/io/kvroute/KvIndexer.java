@@ -1,7 +1,5 @@
 package io.kvroute;
 
-import it.unimi.dsi.fastutil.ints.IntArrayList;
-import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.objects.Object2IntOpenHashMap;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,6 +10,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.RandomAccess;
 import java.util.concurrent.locks.StampedLock;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -35,7 +34,7 @@ import org.jspecify.annotations.Nullable;
  * worker's events cannot slow the matching of everyone's requests.
  *
  * <h2>Events that cannot be applied as given</h2>
- * Never silently lost, always counted in {@link #stats()} and reported to the {@link RouterListener}:
+ * Never silently lost, always counted in {@link #stats()} and reported to the {@link IndexListener}:
  * <ul>
  *   <li><b>Unknown parent</b> (the stream started mid-sequence, or an event was lost): the blocks are kept as
  *       <em>orphan</em> placeholders that never match a request, since the prefix they extend is unknown, but whose
@@ -52,7 +51,8 @@ import org.jspecify.annotations.Nullable;
  * <h2>Memory</h2>
  * Entries live in flat primitive tables (about 48 bytes per entry at full capacity, see {@link IndexStats}). When
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
- * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once.
+ * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once. The tables and the
+ * match loop are in the package-private {@code PrefixTable}; this class holds the event rules and the locking.
  */
 public final class KvIndexer implements KvEventSink, KvIndex {
   /** The default entry budget: 4 Mi entries, about 200 MB at full use. */
@@ -60,21 +60,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   /** The default bound on distinct workers (worker name and rank pairs). */
   public static final int DEFAULT_MAX_WORKERS = 16_384;
 
-  // Entry layout in `table`, STRIDE longs per entry.
-  private static final int STRIDE = 5;
-  private static final int SEQ = 0; // router sequence hash
-  private static final int ENG = 1; // engine hash
-  private static final int META = 2; // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | refcount (low 30)
-  private static final int LINK = 3; // next in sequence chain (hi 32) | next in engine chain / free list (lo 32)
-  private static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
-  private static final long ORPHAN = 1L << 31;
-  private static final long SHADOW = 1L << 30;
-  private static final long REFCOUNT_MASK = SHADOW - 1;
-  private static final int NIL = -1;
-  private static final int INITIAL_CAPACITY = 1024;
-  private static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
-  private static final int GATHER = 16; // blocks whose bucket heads are fetched together when matching, at first
-  private static final int MAX_GATHER = 128; // and at most, once the prompt keeps matching (1 KB of scratch)
+  private static final int NIL = PrefixTable.NIL;
+  private static final int TIERS = PrefixTable.TIERS;
   // Blocks of small events applyAll applies per hold of the write lock. A block costs 0.1 to 0.3 us to apply once
   // its index lines are in cache, so a chunk holds readers back a few microseconds at most, and a chunk's
   // independent cache misses (about 3 per block) are about what one core keeps in flight. Larger events are
@@ -86,37 +73,24 @@ public final class KvIndexer implements KvEventSink, KvIndex {
 
   private final int blockSize;
   private final BlockHasher hasher;
-  private final int maxEntries;
   private final int maxWorkers;
-  private final RouterListener listener;
+  private final IndexListener listener;
   private final StampedLock lock = new StampedLock();
 
   // Guarded by lock.
-  private long[] table;
-  private int[] seqHeads;
-  private int[] engHeads;
-  private int capacity;
-  private int size;
-  private int highWater; // entries [0, highWater) have been handed out at least once
-  private int freeHead = NIL;
-  private int lruHead = NIL;
-  private int lruTail = NIL;
+  private final PrefixTable entries;
   private final Object2IntOpenHashMap<WorkerId> slots = new Object2IntOpenHashMap<>();
-  // Shadow entries by (worker-tier, content): rare, so a map of small lists is cheap.
-  private final Long2ObjectOpenHashMap<IntArrayList> shadows = new Long2ObjectOpenHashMap<>();
-  private int shadowEntries;
   private WorkerId[] slotWorkers = new WorkerId[16];
-  private int[] slotEntries = new int[16];
   private int[] freeSlots = new int[16];
   private int freeSlotCount;
   private int slotHighWater;
 
   private long[] sortScratch = new long[64];
   private long[] seqScratch = new long[64];
-  private long prefetchSink; // keeps prefetching loads from being optimised away
 
   // applyAll's chunk state, guarded by `applying` (held across a chunk's shared-lock and exclusive-lock phases).
   private final Object applying = new Object();
+  private final KvEventColumns objects = new KvEventColumns(); // the object paths' events, copied per chunk
   private long[] chunkLocals = new long[64]; // local hashes of the chunk's stores, computed outside the write lock
   private int[] chunkLocalsAt = new int[64]; // per event of the chunk: its first local hash in chunkLocals, or -1
   private long[] chunkSeqs = new long[64]; // per store of the chunk: its last sequence hash, for prefetching only
@@ -132,51 +106,75 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private long invalidEvents;
   private long unknownRemovals;
   private long ignoredBlocks;
-  private long evictedEntries;
 
   private KvIndexer(Builder builder) {
     this.blockSize = builder.blockSize;
     this.hasher = BlockHasher.of(blockSize);
-    this.maxEntries = builder.maxEntries;
     this.maxWorkers = builder.maxWorkers;
     this.listener = builder.listener;
     this.slots.defaultReturnValue(NIL);
-    allocate(Math.min(INITIAL_CAPACITY, maxEntries));
+    this.entries = new PrefixTable(builder.maxEntries);
   }
 
-  /** Returns a builder with block size 16, a budget of {@value #DEFAULT_MAX_ENTRIES} entries and no listener. */
+  /**
+   * Returns a builder with block size 16, a budget of {@value #DEFAULT_MAX_ENTRIES} entries and no listener.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
 
-  /** The block size, in tokens, that this index hashes with. */
+  /**
+   * The block size, in tokens, that this index hashes with.
+   *
+   * @return the block size
+   */
   @Override
   public int blockSize() {
     return blockSize;
   }
 
-  /** The hasher requests must use to query this index. */
+  /**
+   * The hasher requests must use to query this index.
+   *
+   * @return the hasher
+   */
   @Override
   public BlockHasher hasher() {
     return hasher;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
-  // Events
+  // Events: every path hands its events to one set of rules as columns (objects are copied into reused ones).
 
-  /** Applies one event of {@code worker}; never throws for bad events (they are counted and reported). */
+  /**
+   * Applies one event of {@code worker}; never throws for bad events (they are counted and reported).
+   *
+   * @param worker the worker the event comes from
+   * @param event the event
+   */
   @Override
   public void apply(WorkerId worker, KvEvent event) {
     Objects.requireNonNull(worker, "worker");
     Objects.requireNonNull(event, "event");
-    long stamp = writeLockSpinning();
-    int evictedBefore = (int) evictedEntries;
-    try {
-      applyLocked(worker, event, -1);
-    } finally {
-      lock.unlockWrite(stamp);
+    int evicted;
+    synchronized (applying) {
+      objects.clear();
+      try {
+        objects.add(event);
+        long stamp = writeLockSpinning();
+        int evictedBefore = (int) entries.evictedEntries;
+        try {
+          applyLocked(worker, objects, 0, -1);
+        } finally {
+          lock.unlockWrite(stamp);
+          evicted = (int) entries.evictedEntries - evictedBefore;
+        }
+      } finally {
+        objects.clear();
+      }
     }
-    int evicted = (int) evictedEntries - evictedBefore;
     if (evicted > 0) {
       listener.onIndexEviction(evicted);
     }
@@ -213,23 +211,71 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       int evicted;
       synchronized (applying) { // concurrent batches take turns per chunk
-        prepare(worker, events, from, to);
-        long stamp = writeLockSpinning();
-        int evictedBefore = (int) evictedEntries;
+        objects.clear();
         try {
           for (int i = from; i < to; i++) {
-            applyLocked(worker, events.get(i), chunkLocalsAt[i - from]);
+            objects.add(events.get(i));
           }
+          evicted = applyChunk(worker, objects, 0, to - from);
         } finally {
-          lock.unlockWrite(stamp);
+          objects.clear();
         }
-        evicted = (int) evictedEntries - evictedBefore;
       }
       if (evicted > 0) {
         listener.onIndexEviction(evicted);
       }
       from = to;
     }
+  }
+
+  /**
+   * Applies a batch of events of {@code worker} held in columns, in order, exactly as {@link #applyAll} applies the
+   * same events as objects (same chunks, same rules, same reports), without allocating for ordinary events; never
+   * throws for bad events. The columns are only read; the caller may clear and refill them once this returns.
+   *
+   * @param worker the worker the events come from
+   * @param batch the events, in the order the engine produced them
+   */
+  @Override
+  public void applyColumns(WorkerId worker, KvEventColumns batch) {
+    Objects.requireNonNull(worker, "worker");
+    Objects.requireNonNull(batch, "batch");
+    int n = batch.size();
+    for (int from = 0; from < n; ) {
+      int blocks = blocksOf(batch, from);
+      int to = from + 1;
+      while (to < n) {
+        int more = blocksOf(batch, to);
+        if (blocks + more > CHUNK_BLOCKS) {
+          break;
+        }
+        blocks += more;
+        to++;
+      }
+      int evicted;
+      synchronized (applying) { // concurrent batches take turns per chunk
+        evicted = applyChunk(worker, batch, from, to);
+      }
+      if (evicted > 0) {
+        listener.onIndexEviction(evicted);
+      }
+      from = to;
+    }
+  }
+
+  /** Applies events {@code [from, to)} as one chunk and returns the entries evicted; caller holds {@code applying}. */
+  private int applyChunk(WorkerId worker, KvEventColumns events, int from, int to) {
+    prepare(worker, events, from, to);
+    long stamp = writeLockSpinning();
+    int evictedBefore = (int) entries.evictedEntries;
+    try {
+      for (int i = from; i < to; i++) {
+        applyLocked(worker, events, i, chunkLocalsAt[i - from]);
+      }
+    } finally {
+      lock.unlockWrite(stamp);
+    }
+    return (int) entries.evictedEntries - evictedBefore;
   }
 
   /**
@@ -291,38 +337,46 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return CHUNK_BLOCKS;
   }
 
+  /** {@link #blocksOf(KvEvent)} for event {@code i} of columns. */
+  private static int blocksOf(KvEventColumns events, int i) {
+    return events.kind(i) == KvEventColumns.CLEARED ? CHUNK_BLOCKS : Math.max(1, events.blocks(i));
+  }
+
   /**
    * The shared-lock phase of a chunk (caller holds {@code applying}): computes the local hashes of its stores
    * without any lock, then, under the shared lock, touches the buckets and entries the exclusive phase will read,
    * gathering independent loads so that their cache misses overlap. Reads only; nothing found here is trusted by
    * the exclusive phase except the local hashes, which depend on the event alone.
    */
-  private void prepare(WorkerId worker, List<? extends KvEvent> events, int from, int to) {
+  private void prepare(WorkerId worker, KvEventColumns events, int from, int to) {
     int count = to - from;
     if (chunkLocalsAt.length < count) {
       chunkLocalsAt = new int[Math.max(count, chunkLocalsAt.length * 2)];
       chunkSeqs = new long[chunkLocalsAt.length];
       chunkSeqKnown = new boolean[chunkLocalsAt.length];
     }
+    int[] tokens = events.tokens();
     int locals = 0;
     int removals = 0;
     for (int k = 0; k < count; k++) {
-      KvEvent event = events.get(from + k);
+      int i = from + k;
       chunkLocalsAt[k] = -1;
       chunkSeqKnown[k] = false;
-      if (event instanceof KvEvent.BlockStored stored && hashable(stored)) {
-        int blocks = stored.blockHashes().length;
+      byte kind = events.kind(i);
+      if (kind == KvEventColumns.STORED && hashable(events, i)) {
+        int blocks = events.blocks(i);
         if (chunkLocals.length < locals + blocks) {
           chunkLocals = Arrays.copyOf(chunkLocals, Math.max(locals + blocks, chunkLocals.length * 2));
         }
-        int[] tokens = stored.tokenIds();
-        for (int i = 0; i < blocks; i++) {
-          chunkLocals[locals + i] = hasher.localHash(tokens, i * blockSize, stored.loraName(), stored.extraKeysOf(i));
+        int at = events.tokenStart(i);
+        String lora = events.loraName(i);
+        for (int b = 0; b < blocks; b++) {
+          chunkLocals[locals + b] = hasher.localHash(tokens, at + b * blockSize, lora, events.extraKeysOf(i, b));
         }
         chunkLocalsAt[k] = locals;
         locals += blocks;
-      } else if (event instanceof KvEvent.BlockRemoved removed) {
-        removals += removed.blockHashes().length;
+      } else if (kind == KvEventColumns.REMOVED) {
+        removals += events.blocks(i);
       }
     }
     if (chunkRemoved.length < removals) {
@@ -331,6 +385,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       chunkTiers = new int[grown];
       chunkEntries = new int[grown];
     }
+    long[] hashes = events.hashes();
     long stamp = lock.readLock();
     try {
       int slot = slots.getInt(worker);
@@ -340,65 +395,61 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       long sink = 0;
       int r = 0;
       for (int k = 0; k < count; k++) {
-        KvEvent event = events.get(from + k);
-        if (event instanceof KvEvent.BlockRemoved removed) {
-          int slotTier = slot * TIERS + removed.tier().ordinal();
-          for (long hash : removed.blockHashes()) {
+        int i = from + k;
+        if (events.kind(i) == KvEventColumns.REMOVED) {
+          int slotTier = slot * TIERS + events.tierOrdinal(i);
+          for (int h = events.hashStart(i), end = events.hashStart(i + 1); h < end; h++) {
             chunkTiers[r] = slotTier;
-            chunkRemoved[r++] = hash;
+            chunkRemoved[r++] = hashes[h];
           }
         } else if (chunkLocalsAt[k] >= 0) {
-          sink += touchStore(slot, (KvEvent.BlockStored) event, chunkLocalsAt[k], events, from, k);
+          sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
-      chunkSink = sink + touchRemovals(r);
+      chunkSink = sink + entries.touchRemovals(chunkTiers, chunkRemoved, chunkEntries, r);
     } finally {
       lock.unlockRead(stamp);
     }
   }
 
   /** Whether a store's local hashes can be computed ahead: it is one the exclusive phase will hash. */
-  private boolean hashable(KvEvent.BlockStored event) {
-    int blocks = event.blockHashes().length;
-    return blocks > 0 && event.countsTowardPrefix() && event.blockSize() == blockSize
-        && (long) blocks * blockSize == event.tokenIds().length
-        && (event.extraKeys() == null || event.extraKeys().length <= blocks);
+  private boolean hashable(KvEventColumns events, int i) {
+    int blocks = events.blocks(i);
+    long[][] extraKeys = events.extraKeys(i);
+    return blocks > 0 && events.countsTowardPrefix(i) && events.blockSize(i) == blockSize
+        && (long) blocks * blockSize == events.tokenCount(i)
+        && (extraKeys == null || extraKeys.length <= blocks);
   }
 
   /**
    * Touches a store's engine buckets, and, from its parent's sequence hash (an earlier store of the chunk or the
    * index), the sequence buckets its blocks will join; caller holds the shared lock.
    */
-  private long touchStore(int slot, KvEvent.BlockStored event, int localsAt, List<? extends KvEvent> events,
-      int from, int k) {
-    int tier = event.tier().ordinal();
-    long[] hashes = event.blockHashes();
-    long sink = 0;
-    for (long hash : hashes) {
-      int e = engHeads[engineBucket(slot * TIERS + tier, hash)];
-      if (e != NIL) {
-        sink += table[e * STRIDE + META];
-      }
-    }
+  private long touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
+    int tier = events.tierOrdinal(i);
+    long[] hashes = events.hashes();
+    int first = events.hashStart(i);
+    int blocks = events.blocks(i);
+    long sink = entries.touchEngine(slot * TIERS + tier, hashes, first, blocks);
     chunkSeqKnown[k] = false;
-    Long parentHash = event.parentBlockHash();
+    boolean atRoot = !events.hasParent(i);
+    long parentHash = events.parent(i);
     long previous = 0;
-    boolean known = parentHash == null;
+    boolean known = atRoot;
     if (!known) {
       // The parent is most often the last block of the store just before: not in the index before this chunk.
       for (int j = k - 1; j >= 0 && !known; j--) {
-        if (chunkSeqKnown[j] && events.get(from + j) instanceof KvEvent.BlockStored earlier) {
-          long[] earlierHashes = earlier.blockHashes();
-          if (earlierHashes[earlierHashes.length - 1] == parentHash) {
-            previous = chunkSeqs[j]; // the last sequence hash of that store
-            known = true;
-          }
+        int earlier = from + j;
+        if (chunkSeqKnown[j] && events.kind(earlier) == KvEventColumns.STORED
+            && hashes[events.hashStart(earlier + 1) - 1] == parentHash) {
+          previous = chunkSeqs[j]; // the last sequence hash of that store
+          known = true;
         }
       }
       if (!known) {
-        int parent = findAnyTier(slot, tier, parentHash);
-        if (parent != NIL && !isOrphan(parent)) {
-          previous = table[parent * STRIDE + SEQ];
+        int parent = entries.findAnyTier(slot, tier, parentHash);
+        if (parent != NIL && !entries.isOrphan(parent)) {
+          previous = entries.seqOf(parent);
           known = true;
         }
       }
@@ -406,73 +457,28 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     if (!known) {
       return sink;
     }
-    int mask = seqHeads.length - 1;
     long seq = previous;
-    for (int i = 0; i < hashes.length; i++) {
-      long local = chunkLocals[localsAt + i];
-      seq = parentHash == null && i == 0 ? local : BlockHasher.sequenceHash(seq, local);
-      int e = seqHeads[mix(seq) & mask];
-      if (e != NIL) {
-        sink += table[e * STRIDE + META];
-      }
+    for (int b = 0; b < blocks; b++) {
+      long local = chunkLocals[localsAt + b];
+      seq = atRoot && b == 0 ? local : BlockHasher.sequenceHash(seq, local);
+      sink += entries.touchSeq(seq);
     }
     chunkSeqs[k] = seq;
     chunkSeqKnown[k] = true;
     return sink;
   }
 
-  /**
-   * Touches what removing the chunk's {@code count} removed blocks reads: their engine buckets, their entries, the
-   * sequence buckets they leave and their LRU neighbours, in rounds of independent loads; caller holds the shared
-   * lock.
-   */
-  private long touchRemovals(int count) {
-    long sink = 0;
-    for (int j = 0; j < count; j++) {
-      chunkEntries[j] = engHeads[engineBucket(chunkTiers[j], chunkRemoved[j])];
-    }
-    for (int j = 0; j < count; j++) {
-      int e = chunkEntries[j];
-      int steps = 0;
-      while (e != NIL && steps++ < 8) { // chains hold about one entry; a long one is walked under the lock
-        int base = e * STRIDE;
-        if (table[base + ENG] == chunkRemoved[j] && (int) (table[base + META] >>> 32) == chunkTiers[j]) {
-          break;
-        }
-        e = (int) table[base + LINK];
-      }
-      chunkEntries[j] = steps > 8 ? NIL : e;
-    }
-    int mask = seqHeads.length - 1;
-    for (int j = 0; j < count; j++) {
-      int e = chunkEntries[j];
-      if (e != NIL) {
-        int base = e * STRIDE;
-        long links = table[base + LRU];
-        int prev = (int) (links >> 32);
-        int next = (int) links;
-        sink += seqHeads[mix(table[base + SEQ]) & mask];
-        if (prev != NIL) {
-          sink += table[prev * STRIDE + LRU];
-        }
-        if (next != NIL) {
-          sink += table[next * STRIDE + LRU];
-        }
-      }
-    }
-    return sink;
-  }
-
-  /** Applies one event; the caller holds the write lock. {@code localsAt} is as in {@link #applyStored}. */
-  private void applyLocked(WorkerId worker, KvEvent event, int localsAt) {
-    if (event instanceof KvEvent.BlockStored stored) {
-      applyStored(worker, stored, localsAt);
-    } else if (event instanceof KvEvent.BlockRemoved removed) {
-      applyRemoved(worker, removed);
+  /** Applies event {@code i}; the caller holds the write lock. {@code localsAt} is as in {@link #applyStored}. */
+  private void applyLocked(WorkerId worker, KvEventColumns events, int i, int localsAt) {
+    byte kind = events.kind(i);
+    if (kind == KvEventColumns.STORED) {
+      applyStored(worker, events, i, localsAt);
+    } else if (kind == KvEventColumns.REMOVED) {
+      applyRemoved(worker, events, i);
     } else {
       int slot = slots.getInt(worker);
       if (slot != NIL) {
-        purgeSlot(slot);
+        entries.purgeSlot(slot);
       }
     }
   }
@@ -480,6 +486,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   /**
    * Removes every entry of {@code worker} and forgets the worker.
    *
+   * @param worker the worker
    * @return whether the worker was known
    */
   public boolean removeWorker(WorkerId worker) {
@@ -490,7 +497,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       if (slot == NIL) {
         return false;
       }
-      purgeSlot(slot);
+      entries.purgeSlot(slot);
       slotWorkers[slot] = null;
       freeSlots[freeSlotCount++] = slot;
       return true;
@@ -500,117 +507,95 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Applies a store; the caller holds the write lock. {@code localsAt} is where {@link #prepare} put the event's
-   * local hashes in {@code chunkLocals}, or -1 to compute them here.
+   * Applies store {@code i}; the caller holds the write lock. {@code localsAt} is where {@link #prepare} put the
+   * event's local hashes in {@code chunkLocals}, or -1 to compute them here.
    */
-  private void applyStored(WorkerId worker, KvEvent.BlockStored event, int localsAt) {
-    long[] hashes = event.blockHashes();
-    int blocks = hashes.length;
+  private void applyStored(WorkerId worker, KvEventColumns events, int i, int localsAt) {
+    int blocks = events.blocks(i);
     if (blocks == 0) {
       return;
     }
-    if (!event.countsTowardPrefix()) {
+    if (!events.countsTowardPrefix(i)) {
       ignoredBlocks += blocks;
       return;
     }
-    boolean tokenless = event.blockSize() == 0 && event.tokenIds().length == 0;
-    if (!tokenless && event.blockSize() != blockSize) {
+    int eventBlockSize = events.blockSize(i);
+    int tokenCount = events.tokenCount(i);
+    boolean tokenless = eventBlockSize == 0 && tokenCount == 0;
+    if (!tokenless && eventBlockSize != blockSize) {
       mismatchedBlocks += blocks;
-      listener.onBlockSizeMismatch(worker, blockSize, event.blockSize(), blocks);
+      listener.onBlockSizeMismatch(worker, blockSize, eventBlockSize, blocks);
       return;
     }
-    String invalid = validate(event, tokenless);
+    String invalid = validate(events, i, tokenless);
     if (invalid != null) {
       invalidEvents++;
-      listener.onInvalidEvent(worker, event, invalid);
+      listener.onInvalidEvent(worker, events.event(i), invalid);
       return;
     }
     int slot = slotFor(worker);
     if (slot == NIL) {
-      listener.onEventForUnknownWorker(worker, event);
+      listener.onEventForUnknownWorker(worker, events.event(i));
       return;
     }
-    int tier = event.tier().ordinal();
+    int tier = events.tierOrdinal(i);
     int slotTier = slot * TIERS + tier;
     storedBlocks += blocks;
 
+    long[] hashes = events.hashes();
+    int first = events.hashStart(i);
     boolean orphan = false;
     long previous = 0;
-    boolean atRoot = event.parentBlockHash() == null;
+    boolean atRoot = !events.hasParent(i);
     if (!atRoot) {
-      int parent = findAnyTier(slot, tier, event.parentBlockHash());
-      if (parent == NIL || isOrphan(parent)) {
+      int parent = entries.findAnyTier(slot, tier, events.parent(i));
+      if (parent == NIL || entries.isOrphan(parent)) {
         orphan = true;
       } else {
-        previous = table[parent * STRIDE + SEQ];
+        previous = entries.seqOf(parent);
       }
     }
-    prefetchEngineChains(slotTier, hashes);
-    int[] tokens = event.tokenIds();
+    entries.prefetchEngineChains(slotTier, hashes, first, blocks);
     long[] seqs = null;
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
       // can be fetched together, their cache misses overlapping instead of one per stored block.
       seqs = seqScratch(blocks);
-      for (int i = 0; i < blocks; i++) {
-        long local = localsAt >= 0 ? chunkLocals[localsAt + i]
-            : hasher.localHash(tokens, i * blockSize, event.loraName(), event.extraKeysOf(i));
-        seqs[i] = atRoot && i == 0 ? local : BlockHasher.sequenceHash(previous, local);
-        previous = seqs[i];
+      int[] tokens = events.tokens();
+      int at = events.tokenStart(i);
+      String lora = events.loraName(i);
+      for (int b = 0; b < blocks; b++) {
+        long local = localsAt >= 0 ? chunkLocals[localsAt + b]
+            : hasher.localHash(tokens, at + b * blockSize, lora, events.extraKeysOf(i, b));
+        seqs[b] = atRoot && b == 0 ? local : BlockHasher.sequenceHash(previous, local);
+        previous = seqs[b];
       }
-      prefetchSeqChains(seqs, blocks);
+      entries.prefetchSeqChains(seqs, blocks);
     }
     int orphans = 0;
-    for (int i = 0; i < blocks; i++) {
+    for (int b = 0; b < blocks; b++) {
       long seq = 0;
       boolean blockOrphan = orphan;
+      long hash = hashes[first + b];
       if (tokenless) {
         // A tokenless block is known only through the same engine block in a tier; its parent does not matter.
-        int twin = findAnyTier(slot, tier, hashes[i]);
-        blockOrphan = twin == NIL || isOrphan(twin);
+        int twin = entries.findAnyTier(slot, tier, hash);
+        blockOrphan = twin == NIL || entries.isOrphan(twin);
         if (!blockOrphan) {
-          seq = table[twin * STRIDE + SEQ];
+          seq = entries.seqOf(twin);
         }
       } else if (!orphan) {
-        seq = seqs[i];
+        seq = seqs[b];
       }
       if (blockOrphan) {
         orphans++;
       }
-      upsert(slot, slotTier, hashes[i], seq, blockOrphan);
+      entries.upsert(slotTier, hash, seq, blockOrphan);
     }
     if (orphans > 0) {
       orphanBlocks += orphans;
       listener.onOrphanBlocks(worker, orphans);
     }
-  }
-
-  /**
-   * Touches the engine-hash buckets of all of an event's blocks, and their first entries, before they are applied
-   * one by one: independent loads whose cache misses overlap, where the upserts would wait for each in turn.
-   */
-  private void prefetchEngineChains(int slotTier, long[] hashes) {
-    long sink = 0;
-    for (int i = 0; i < hashes.length; i++) {
-      int e = engHeads[engineBucket(slotTier, hashes[i])];
-      if (e != NIL) {
-        sink += table[e * STRIDE + ENG];
-      }
-    }
-    prefetchSink = sink;
-  }
-
-  /** Touches the sequence-hash buckets of an event's blocks and their first entries; see prefetchEngineChains. */
-  private void prefetchSeqChains(long[] seqs, int count) {
-    long sink = 0;
-    int mask = seqHeads.length - 1;
-    for (int i = 0; i < count; i++) {
-      int e = seqHeads[mix(seqs[i]) & mask];
-      if (e != NIL) {
-        sink += table[e * STRIDE + SEQ];
-      }
-    }
-    prefetchSink += sink;
   }
 
   private long[] seqScratch(int count) {
@@ -620,44 +605,49 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return seqScratch;
   }
 
-  private @Nullable String validate(KvEvent.BlockStored event, boolean tokenless) {
-    long[] hashes = event.blockHashes();
-    if (!tokenless && (long) hashes.length * event.blockSize() != event.tokenIds().length) {
-      return "token_ids has " + event.tokenIds().length + " tokens but " + hashes.length + " blocks of "
-          + event.blockSize() + " need " + (long) hashes.length * event.blockSize();
+  private @Nullable String validate(KvEventColumns events, int i, boolean tokenless) {
+    int blocks = events.blocks(i);
+    int eventBlockSize = events.blockSize(i);
+    int tokenCount = events.tokenCount(i);
+    if (!tokenless && (long) blocks * eventBlockSize != tokenCount) {
+      return "token_ids has " + tokenCount + " tokens but " + blocks + " blocks of " + eventBlockSize + " need "
+          + (long) blocks * eventBlockSize;
     }
-    if (event.extraKeys() != null && event.extraKeys().length > hashes.length) {
-      return "extra_keys has " + event.extraKeys().length + " entries for " + hashes.length + " blocks";
+    long[][] extraKeys = events.extraKeys(i);
+    if (extraKeys != null && extraKeys.length > blocks) {
+      return "extra_keys has " + extraKeys.length + " entries for " + blocks + " blocks";
     }
-    Long parent = event.parentBlockHash();
-    if (parent != null) {
-      for (long hash : hashes) {
-        if (hash == parent) {
-          return "block hash " + Long.toUnsignedString(hash) + " equals its parent";
+    long[] hashes = events.hashes();
+    int first = events.hashStart(i);
+    if (events.hasParent(i)) {
+      long parent = events.parent(i);
+      for (int h = first; h < first + blocks; h++) {
+        if (hashes[h] == parent) {
+          return "block hash " + Long.toUnsignedString(hashes[h]) + " equals its parent";
         }
       }
     }
-    if (hashes.length > 32) {
-      return duplicateIn(hashes); // sorted check: the pairwise one below is quadratic
+    if (blocks > 32) {
+      return duplicateIn(hashes, first, blocks); // sorted check: the pairwise one below is quadratic
     }
-    for (int i = 1; i < hashes.length; i++) {
-      for (int j = 0; j < i; j++) {
-        if (hashes[j] == hashes[i]) {
-          return "block hash " + Long.toUnsignedString(hashes[i]) + " repeats in one event";
+    for (int a = 1; a < blocks; a++) {
+      for (int b = 0; b < a; b++) {
+        if (hashes[first + b] == hashes[first + a]) {
+          return "block hash " + Long.toUnsignedString(hashes[first + a]) + " repeats in one event";
         }
       }
     }
     return null;
   }
 
-  private @Nullable String duplicateIn(long[] hashes) {
-    if (sortScratch.length < hashes.length) {
-      sortScratch = new long[Math.max(hashes.length, sortScratch.length * 2)];
+  private @Nullable String duplicateIn(long[] hashes, int first, int count) {
+    if (sortScratch.length < count) {
+      sortScratch = new long[Math.max(count, sortScratch.length * 2)];
     }
     long[] sorted = sortScratch; // reused under the write lock: no allocation per event
-    System.arraycopy(hashes, 0, sorted, 0, hashes.length);
-    Arrays.sort(sorted, 0, hashes.length);
-    for (int i = 1; i < hashes.length; i++) {
+    System.arraycopy(hashes, first, sorted, 0, count);
+    Arrays.sort(sorted, 0, count);
+    for (int i = 1; i < count; i++) {
       if (sorted[i] == sorted[i - 1]) {
         return "block hash " + Long.toUnsignedString(sorted[i]) + " repeats in one event";
       }
@@ -665,31 +655,24 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return null;
   }
 
-  private void applyRemoved(WorkerId worker, KvEvent.BlockRemoved event) {
+  private void applyRemoved(WorkerId worker, KvEventColumns events, int i) {
     int slot = slots.getInt(worker);
-    long[] hashes = event.blockHashes();
+    int blocks = events.blocks(i);
     if (slot == NIL) {
-      unknownRemovals += hashes.length;
-      if (hashes.length > 0) {
-        listener.onUnknownRemoval(worker, hashes.length);
+      unknownRemovals += blocks;
+      if (blocks > 0) {
+        listener.onUnknownRemoval(worker, blocks);
       }
       return;
     }
-    int slotTier = slot * TIERS + event.tier().ordinal();
+    int slotTier = slot * TIERS + events.tierOrdinal(i);
+    long[] hashes = events.hashes();
     int unknown = 0;
-    for (long hash : hashes) {
-      int e = findEngine(slotTier, hash);
-      if (e == NIL) {
-        unknown++;
-        continue;
-      }
-      removedBlocks++;
-      int base = e * STRIDE;
-      long meta = table[base + META];
-      if ((meta & REFCOUNT_MASK) > 1) {
-        table[base + META] = meta - 1;
+    for (int h = events.hashStart(i), end = h + blocks; h < end; h++) {
+      if (entries.release(slotTier, hashes[h])) {
+        removedBlocks++;
       } else {
-        delete(e);
+        unknown++;
       }
     }
     if (unknown > 0) {
@@ -706,14 +689,15 @@ public final class KvIndexer implements KvEventSink, KvIndex {
    * Allocates the result; routers use an allocation-free internal path.
    *
    * @param sequenceHashes the request's block sequence hashes, from {@link #hasher()}
+   * @return the matches by worker, in the order the workers were first matched
    */
   @Override
   public Map<WorkerId, PrefixMatch> findMatches(long[] sequenceHashes) {
     Objects.requireNonNull(sequenceHashes, "sequenceHashes");
-    MatchScratch scratch = new MatchScratch();
+    PrefixTable.MatchScratch scratch = new PrefixTable.MatchScratch();
     long stamp = lock.readLock();
     try {
-      int touched = match(sequenceHashes, sequenceHashes.length, scratch);
+      int touched = entries.match(sequenceHashes, sequenceHashes.length, scratch, slotHighWater);
       Map<WorkerId, PrefixMatch> result = new LinkedHashMap<>();
       for (int i = 0; i < touched; i++) {
         int slot = scratch.touched[i];
@@ -727,78 +711,13 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Fills {@code scratch} with each slot's matched depth and returns the number of slots touched; the caller holds
-   * the read lock (or calls {@link #matchLocked}) and must call {@code scratch.reset(touched)} when done.
+   * Fills {@code scratch} with each slot's matched depth under the read lock and returns the number of slots
+   * touched; for the router's hot path. The caller must call {@code scratch.reset(touched)} when done.
    */
-  private int match(long[] hashes, int count, MatchScratch scratch) {
-    scratch.ensureSlots(slotHighWater);
-    int[] depth = scratch.depth;
-    int[] gpuDepth = scratch.gpuDepth;
-    int[] heads = scratch.heads;
-    int[] next = scratch.next;
-    long[] table = this.table;
-    int touched = 0;
-    int mask = seqHeads.length - 1;
-    // Block 0 alone first, so that a miss costs one lookup; then chunks of GATHER blocks, doubling up to
-    // MAX_GATHER: a long hit waits for a few rounds of loads instead of three per 16 blocks, while a partial hit
-    // fetches at most about twice the blocks it matched.
-    for (int chunk = 0, size = 1; chunk < count; size = size == 1 ? GATHER : Math.min(MAX_GATHER, size * 2)) {
-      int end = Math.min(count, chunk + size);
-      // Gather the chunk's bucket heads and first entries first: these loads are independent of each other, so the
-      // CPU overlaps their cache misses instead of waiting for one block's entry before asking for the next one's.
-      // Two rounds: the heads and their entries' links, then the second entries (a chain holds about two).
-      long sink = 0;
-      for (int i = chunk; i < end; i++) {
-        heads[i - chunk] = seqHeads[mix(hashes[i]) & mask];
-      }
-      for (int j = 0; j < end - chunk; j++) {
-        int e = heads[j];
-        next[j] = e == NIL ? NIL : (int) (table[e * STRIDE + LINK] >> 32);
-      }
-      for (int j = 0; j < end - chunk; j++) {
-        int e = next[j];
-        if (e != NIL) {
-          sink += table[e * STRIDE + SEQ];
-        }
-      }
-      scratch.sink = sink;
-      for (int i = chunk; i < end; i++) {
-        long seq = hashes[i];
-        int advanced = 0;
-        int e = heads[i - chunk];
-        while (e != NIL) {
-          int base = e * STRIDE;
-          if (table[base + SEQ] == seq) {
-            long meta = table[base + META];
-            int slotTier = (int) (meta >>> 32);
-            int slot = slotTier / TIERS;
-            if (depth[slot] == i) {
-              if (i == 0) {
-                scratch.touched[touched++] = slot;
-              }
-              depth[slot] = i + 1;
-              advanced++;
-            }
-            if (slotTier % TIERS == 0 && gpuDepth[slot] == i) {
-              gpuDepth[slot] = i + 1;
-            }
-          }
-          e = (int) (table[base + LINK] >> 32);
-        }
-        if (advanced == 0) {
-          return touched;
-        }
-      }
-      chunk = end;
-    }
-    return touched;
-  }
-
-  /** Runs {@link #match} under the read lock; for the router's hot path. */
-  int matchLocked(long[] hashes, int count, MatchScratch scratch) {
+  int matchLocked(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
     long stamp = readLockSpinning();
     try {
-      return match(hashes, count, scratch);
+      return entries.match(hashes, count, scratch, slotHighWater);
     } finally {
       lock.unlockRead(stamp);
     }
@@ -810,19 +729,19 @@ public final class KvIndexer implements KvEventSink, KvIndex {
    */
   void storeSequence(int slot, long[] hashes, int count) {
     long stamp = lock.writeLock();
-    int evictedBefore = (int) evictedEntries;
+    int evictedBefore = (int) entries.evictedEntries;
     try {
       if (slot < 0 || slot >= slotHighWater || slotWorkers[slot] == null) {
         return;
       }
       for (int i = 0; i < count; i++) {
-        upsert(slot, slot * TIERS, hashes[i], hashes[i], false);
+        entries.upsert(slot * TIERS, hashes[i], hashes[i], false);
       }
       storedBlocks += count;
     } finally {
       lock.unlockWrite(stamp);
     }
-    int evicted = (int) evictedEntries - evictedBefore;
+    int evicted = (int) entries.evictedEntries - evictedBefore;
     if (evicted > 0) {
       listener.onIndexEviction(evicted);
     }
@@ -836,16 +755,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         return;
       }
       for (int i = 0; i < count; i++) {
-        int e = findEngine(slot * TIERS, hashes[i]);
-        if (e == NIL) {
-          continue; // evicted by the budget meanwhile
-        }
-        removedBlocks++;
-        long meta = table[e * STRIDE + META];
-        if ((meta & REFCOUNT_MASK) > 1) {
-          table[e * STRIDE + META] = meta - 1;
-        } else {
-          delete(e);
+        if (entries.release(slot * TIERS, hashes[i])) { // else evicted by the budget meanwhile
+          removedBlocks++;
         }
       }
     } finally {
@@ -855,8 +766,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
 
   /** Entries held by the worker in {@code slot}; racy read, used for tie-breaking only. */
   int entriesOfSlot(int slot) {
-    int[] counts = slotEntries;
-    return slot >= 0 && slot < counts.length ? counts[slot] : 0;
+    return entries.entriesOfSlot(slot);
   }
 
   /** Returns the slot of {@code worker}, creating it; NIL when the worker bound is reached. */
@@ -869,19 +779,28 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     }
   }
 
-  /** The number of entries {@code worker} holds. */
+  /**
+   * The number of entries {@code worker} holds.
+   *
+   * @param worker the worker
+   * @return its entries, 0 if the index does not know it
+   */
   @Override
   public long entriesOf(WorkerId worker) {
     long stamp = lock.readLock();
     try {
       int slot = slots.getInt(worker);
-      return slot == NIL ? 0 : slotEntries[slot];
+      return slot == NIL ? 0 : entries.slotEntries[slot];
     } finally {
       lock.unlockRead(stamp);
     }
   }
 
-  /** Returns a snapshot of sizes and counters. */
+  /**
+   * Returns a snapshot of sizes and counters.
+   *
+   * @return the stats
+   */
   @Override
   public IndexStats stats() {
     long stamp = lock.readLock();
@@ -889,18 +808,22 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       Map<WorkerId, Long> perWorker = new HashMap<>();
       for (int s = 0; s < slotHighWater; s++) {
         if (slotWorkers[s] != null) {
-          perWorker.put(slotWorkers[s], (long) slotEntries[s]);
+          perWorker.put(slotWorkers[s], (long) entries.slotEntries[s]);
         }
       }
-      long bytes = (long) table.length * Long.BYTES + (long) (seqHeads.length + engHeads.length) * Integer.BYTES;
-      return new IndexStats(size, perWorker, capacity, maxEntries, bytes, storedBlocks, removedBlocks, orphanBlocks,
-          mismatchedBlocks, invalidEvents, unknownRemovals, ignoredBlocks, evictedEntries);
+      return new IndexStats(entries.size, perWorker, entries.capacity, entries.maxEntries, entries.bytes(),
+          storedBlocks, removedBlocks, orphanBlocks, mismatchedBlocks, invalidEvents, unknownRemovals, ignoredBlocks,
+          entries.evictedEntries);
     } finally {
       lock.unlockRead(stamp);
     }
   }
 
-  /** Workers the index knows, in no particular order. */
+  /**
+   * Workers the index knows, in no particular order.
+   *
+   * @return a copy of the workers
+   */
   @Override
   public List<WorkerId> workers() {
     long stamp = lock.readLock();
@@ -911,8 +834,24 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     }
   }
 
+  /**
+   * Runs {@code reader} over the tables under the shared lock; for the test-scope consistency check.
+   *
+   * @param reader reads the tables; must not change them
+   * @param <R> what it returns
+   * @return what {@code reader} returned
+   */
+  <R> R inspect(Function<PrefixTable, R> reader) {
+    long stamp = lock.readLock();
+    try {
+      return reader.apply(entries);
+    } finally {
+      lock.unlockRead(stamp);
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------------------------
-  // Tables (callers hold the write lock unless noted)
+  // Slots (callers hold the write lock)
 
   private int slotFor(WorkerId worker) {
     int slot = slots.getInt(worker);
@@ -926,440 +865,16 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       if (slot == slotWorkers.length) {
         int grown = Math.min(maxWorkers, slotWorkers.length * 2);
         slotWorkers = Arrays.copyOf(slotWorkers, grown);
-        slotEntries = Arrays.copyOf(slotEntries, grown);
         freeSlots = Arrays.copyOf(freeSlots, grown);
+        entries.ensureSlots(grown);
       }
     } else {
       return NIL;
     }
     slots.put(worker, slot);
     slotWorkers[slot] = worker;
-    slotEntries[slot] = 0;
+    entries.slotEntries[slot] = 0;
     return slot;
-  }
-
-  private boolean isOrphan(int e) {
-    return (table[e * STRIDE + META] & ORPHAN) != 0;
-  }
-
-  /** Finds the worker's entry for an engine hash, preferring {@code tier}. */
-  private int findAnyTier(int slot, int tier, long engineHash) {
-    int e = findEngine(slot * TIERS + tier, engineHash);
-    for (int t = 0; e == NIL && t < TIERS; t++) {
-      if (t != tier) {
-        e = findEngine(slot * TIERS + t, engineHash);
-      }
-    }
-    return e;
-  }
-
-  private int findEngine(int slotTier, long engineHash) {
-    int e = engHeads[engineBucket(slotTier, engineHash)];
-    while (e != NIL) {
-      int base = e * STRIDE;
-      if (table[base + ENG] == engineHash && (int) (table[base + META] >>> 32) == slotTier) {
-        return e;
-      }
-      e = (int) table[base + LINK];
-    }
-    return NIL;
-  }
-
-  private void upsert(int slot, int slotTier, long engineHash, long seq, boolean orphan) {
-    int e = findEngine(slotTier, engineHash);
-    if (e != NIL) {
-      int base = e * STRIDE;
-      long meta = table[base + META];
-      boolean wasOrphan = (meta & ORPHAN) != 0;
-      if (wasOrphan != orphan || (!orphan && table[base + SEQ] != seq)) {
-        // The engine reused the hash for other content, or an orphan's prefix became known: re-key it.
-        if (!wasOrphan) {
-          unlinkContent(e);
-        }
-        table[base + SEQ] = seq;
-        meta = table[base + META];
-        table[base + META] = orphan ? meta | ORPHAN : meta & ~ORPHAN;
-        if (!orphan) {
-          linkContent(e, slotTier, seq);
-        }
-        meta = table[base + META];
-      }
-      if ((meta & REFCOUNT_MASK) < REFCOUNT_MASK) {
-        meta++;
-      }
-      table[base + META] = meta;
-      lruUnlink(e);
-      lruAppend(e);
-      return;
-    }
-    if (size == maxEntries) {
-      evictedEntries++;
-      delete(lruHead);
-    }
-    e = allocateEntry();
-    int base = e * STRIDE;
-    table[base + SEQ] = seq;
-    table[base + ENG] = engineHash;
-    table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | 1;
-    table[base + LINK] = ((long) NIL << 32) | (NIL & 0xFFFFFFFFL);
-    int bucket = engineBucket(slotTier, engineHash);
-    setEngineNext(e, engHeads[bucket]);
-    engHeads[bucket] = e;
-    if (!orphan) {
-      linkContent(e, slotTier, seq);
-    }
-    lruAppend(e);
-    slotEntries[slot]++;
-    size++;
-  }
-
-  private void delete(int e) {
-    int base = e * STRIDE;
-    long meta = table[base + META];
-    int slotTier = (int) (meta >>> 32);
-    if ((meta & ORPHAN) == 0) {
-      unlinkContent(e);
-    }
-    unlinkEngine(e, slotTier, table[base + ENG]);
-    lruUnlink(e);
-    slotEntries[slotTier / TIERS]--;
-    size--;
-    table[base + META] = 0;
-    setEngineNext(e, freeHead);
-    freeHead = e;
-  }
-
-  private void purgeSlot(int slot) {
-    if (slotEntries[slot] == 0) {
-      return;
-    }
-    for (int e = 0; e < highWater && slotEntries[slot] > 0; e++) {
-      long meta = table[e * STRIDE + META];
-      if ((meta & REFCOUNT_MASK) != 0 && (int) (meta >>> 32) / TIERS == slot) {
-        delete(e);
-      }
-    }
-  }
-
-  private int allocateEntry() {
-    if (freeHead != NIL) {
-      int e = freeHead;
-      freeHead = (int) table[e * STRIDE + LINK];
-      return e;
-    }
-    if (highWater == capacity) {
-      grow();
-    }
-    return highWater++;
-  }
-
-  private void grow() {
-    int newCapacity = (int) Math.min(maxEntries, (long) capacity * 2);
-    long[] old = table;
-    int oldHighWater = highWater;
-    allocate(newCapacity);
-    System.arraycopy(old, 0, table, 0, oldHighWater * STRIDE);
-    highWater = oldHighWater;
-    rehash();
-  }
-
-  private void allocate(int newCapacity) {
-    capacity = newCapacity;
-    table = new long[newCapacity * STRIDE];
-    int buckets = Math.max(16, Integer.highestOneBit(newCapacity));
-    seqHeads = new int[buckets];
-    engHeads = new int[buckets];
-    Arrays.fill(seqHeads, NIL);
-    Arrays.fill(engHeads, NIL);
-  }
-
-  private void rehash() {
-    for (int e = 0; e < highWater; e++) {
-      int base = e * STRIDE;
-      long meta = table[base + META];
-      if ((meta & REFCOUNT_MASK) == 0) {
-        continue; // free entry; its LINK low half is the free list and stays valid
-      }
-      int slotTier = (int) (meta >>> 32);
-      int engBucket = engineBucket(slotTier, table[base + ENG]);
-      setEngineNext(e, engHeads[engBucket]);
-      engHeads[engBucket] = e;
-      if ((meta & (ORPHAN | SHADOW)) == 0) { // a shadow keeps its place in its group's list
-        int seqBucket = mix(table[base + SEQ]) & (seqHeads.length - 1);
-        setSeqNext(e, seqHeads[seqBucket]);
-        seqHeads[seqBucket] = e;
-      }
-    }
-  }
-
-  /**
-   * Makes a non-orphan entry matchable: it joins the sequence chain, unless the chain already holds an entry of the
-   * same worker and tier for this content; then it becomes that entry's shadow.
-   */
-  private void linkContent(int e, int slotTier, long seq) {
-    if (findPrimary(slotTier, seq) == NIL) {
-      linkSeq(e, seq);
-      return;
-    }
-    long key = groupKey(slotTier, seq);
-    IntArrayList group = shadows.get(key);
-    if (group == null) {
-      group = new IntArrayList(2);
-      shadows.put(key, group);
-    }
-    setSeqNext(e, group.size()); // a shadow's sequence link is its position in its group
-    group.add(e);
-    table[e * STRIDE + META] |= SHADOW;
-    shadowEntries++;
-  }
-
-  /**
-   * Undoes {@link #linkContent}: a shadow leaves its group; a chained entry leaves the chain, and one of its shadows
-   * takes its place.
-   */
-  private void unlinkContent(int e) {
-    int base = e * STRIDE;
-    long meta = table[base + META];
-    int slotTier = (int) (meta >>> 32);
-    long seq = table[base + SEQ];
-    long key = groupKey(slotTier, seq);
-    if ((meta & SHADOW) != 0) {
-      removeShadow(key, e, (int) (table[base + LINK] >> 32));
-      table[base + META] = meta & ~SHADOW;
-      return;
-    }
-    unlinkSeq(e);
-    IntArrayList group = shadows.get(key);
-    if (group == null) {
-      return;
-    }
-    for (int i = group.size() - 1; i >= 0; i--) {
-      int candidate = group.getInt(i);
-      int cbase = candidate * STRIDE;
-      if (table[cbase + SEQ] == seq && (int) (table[cbase + META] >>> 32) == slotTier) {
-        removeShadow(key, candidate, i);
-        table[cbase + META] &= ~SHADOW;
-        linkSeq(candidate, seq);
-        return;
-      }
-    }
-  }
-
-  private void removeShadow(long key, int e, int position) {
-    IntArrayList group = shadows.get(key);
-    int last = group.removeInt(group.size() - 1);
-    if (last != e) {
-      group.set(position, last);
-      setSeqNext(last, position);
-    }
-    if (group.isEmpty()) {
-      shadows.remove(key);
-    }
-    shadowEntries--;
-  }
-
-  /** The chained entry of this worker-tier for this content, or NIL. */
-  private int findPrimary(int slotTier, long seq) {
-    int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
-    while (e != NIL) {
-      int base = e * STRIDE;
-      if (table[base + SEQ] == seq && (int) (table[base + META] >>> 32) == slotTier) {
-        return e;
-      }
-      e = (int) (table[base + LINK] >> 32);
-    }
-    return NIL;
-  }
-
-  private static long groupKey(int slotTier, long seq) {
-    return seq ^ ((slotTier + 1) * 0x9E3779B97F4A7C15L);
-  }
-
-  /** Entries in the sequence chain of {@code seq} (all workers and tiers); for tests. Takes the read lock. */
-  int sequenceChainLength(long seq) {
-    long stamp = lock.readLock();
-    try {
-      int n = 0;
-      int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
-      while (e != NIL) {
-        n += table[e * STRIDE + SEQ] == seq ? 1 : 0;
-        e = (int) (table[e * STRIDE + LINK] >> 32);
-      }
-      return n;
-    } finally {
-      lock.unlockRead(stamp);
-    }
-  }
-
-  private void linkSeq(int e, long seq) {
-    int bucket = mix(seq) & (seqHeads.length - 1);
-    setSeqNext(e, seqHeads[bucket]);
-    seqHeads[bucket] = e;
-  }
-
-  private void unlinkSeq(int e) {
-    int bucket = mix(table[e * STRIDE + SEQ]) & (seqHeads.length - 1);
-    int next = (int) (table[e * STRIDE + LINK] >> 32);
-    int cur = seqHeads[bucket];
-    if (cur == e) {
-      seqHeads[bucket] = next;
-      return;
-    }
-    while (cur != NIL) {
-      int after = (int) (table[cur * STRIDE + LINK] >> 32);
-      if (after == e) {
-        setSeqNext(cur, next);
-        return;
-      }
-      cur = after;
-    }
-    throw new IllegalStateException("entry " + e + " missing from its sequence chain");
-  }
-
-  private void unlinkEngine(int e, int slotTier, long engineHash) {
-    int bucket = engineBucket(slotTier, engineHash);
-    int next = (int) table[e * STRIDE + LINK];
-    int cur = engHeads[bucket];
-    if (cur == e) {
-      engHeads[bucket] = next;
-      return;
-    }
-    while (cur != NIL) {
-      int after = (int) table[cur * STRIDE + LINK];
-      if (after == e) {
-        setEngineNext(cur, next);
-        return;
-      }
-      cur = after;
-    }
-    throw new IllegalStateException("entry " + e + " missing from its engine chain");
-  }
-
-  private void setSeqNext(int e, int next) {
-    int i = e * STRIDE + LINK;
-    table[i] = ((long) next << 32) | (table[i] & 0xFFFFFFFFL);
-  }
-
-  private void setEngineNext(int e, int next) {
-    int i = e * STRIDE + LINK;
-    table[i] = (table[i] & 0xFFFFFFFF00000000L) | (next & 0xFFFFFFFFL);
-  }
-
-  private void lruAppend(int e) {
-    table[e * STRIDE + LRU] = ((long) lruTail << 32) | (NIL & 0xFFFFFFFFL);
-    if (lruTail == NIL) {
-      lruHead = e;
-    } else {
-      int i = lruTail * STRIDE + LRU;
-      table[i] = (table[i] & 0xFFFFFFFF00000000L) | (e & 0xFFFFFFFFL);
-    }
-    lruTail = e;
-  }
-
-  private void lruUnlink(int e) {
-    long links = table[e * STRIDE + LRU];
-    int prev = (int) (links >> 32);
-    int next = (int) links;
-    if (prev == NIL) {
-      lruHead = next;
-    } else {
-      int i = prev * STRIDE + LRU;
-      table[i] = (table[i] & 0xFFFFFFFF00000000L) | (next & 0xFFFFFFFFL);
-    }
-    if (next == NIL) {
-      lruTail = prev;
-    } else {
-      int i = next * STRIDE + LRU;
-      table[i] = ((long) prev << 32) | (table[i] & 0xFFFFFFFFL);
-    }
-  }
-
-  private int engineBucket(int slotTier, long engineHash) {
-    return mix(engineHash ^ (slotTier * 0x9E3779B97F4A7C15L)) & (engHeads.length - 1);
-  }
-
-  private static int mix(long h) {
-    h ^= h >>> 33;
-    h *= 0xff51afd7ed558ccdL;
-    h ^= h >>> 33;
-    return (int) h;
-  }
-
-  /** Checks internal consistency; for tests. Takes the read lock. */
-  void checkInvariants() {
-    long stamp = lock.readLock();
-    try {
-      int live = 0;
-      int shadowCount = 0;
-      int[] perSlot = new int[slotEntries.length];
-      for (int e = 0; e < highWater; e++) {
-        long meta = table[e * STRIDE + META];
-        if ((meta & REFCOUNT_MASK) == 0) {
-          continue;
-        }
-        live++;
-        int slotTier = (int) (meta >>> 32);
-        perSlot[slotTier / TIERS]++;
-        if (findEngine(slotTier, table[e * STRIDE + ENG]) != e) {
-          throw new IllegalStateException("entry " + e + " not reachable by engine hash");
-        }
-        if ((meta & SHADOW) != 0) {
-          IntArrayList group = shadows.get(groupKey(slotTier, table[e * STRIDE + SEQ]));
-          int position = (int) (table[e * STRIDE + LINK] >> 32);
-          if (group == null || position >= group.size() || group.getInt(position) != e) {
-            throw new IllegalStateException("shadow entry " + e + " missing from its group");
-          }
-          if (findPrimary(slotTier, table[e * STRIDE + SEQ]) == NIL) {
-            throw new IllegalStateException("shadow entry " + e + " has no chained entry for its content");
-          }
-          shadowCount++;
-        } else if ((meta & ORPHAN) == 0) {
-          if (!inSeqChain(e)) {
-            throw new IllegalStateException("entry " + e + " not reachable by sequence hash");
-          }
-          if (findPrimary(slotTier, table[e * STRIDE + SEQ]) != e) {
-            throw new IllegalStateException("entry " + e + " duplicates chained content of its worker and tier");
-          }
-        }
-      }
-      if (live != size) {
-        throw new IllegalStateException("size " + size + " but " + live + " live entries");
-      }
-      if (shadowCount != shadowEntries) {
-        throw new IllegalStateException(shadowEntries + " shadows counted but " + shadowCount + " found");
-      }
-      for (int s = 0; s < slotHighWater; s++) {
-        if (perSlot[s] != slotEntries[s]) {
-          throw new IllegalStateException("slot " + s + " counts " + slotEntries[s] + " but holds " + perSlot[s]);
-        }
-      }
-      int lruCount = 0;
-      for (int e = lruHead; e != NIL; e = (int) table[e * STRIDE + LRU]) {
-        lruCount++;
-        if (lruCount > size) {
-          throw new IllegalStateException("store-order list longer than size");
-        }
-      }
-      if (lruCount != size) {
-        throw new IllegalStateException("store-order list has " + lruCount + " entries, size " + size);
-      }
-      if (size > maxEntries) {
-        throw new IllegalStateException("size " + size + " exceeds budget " + maxEntries);
-      }
-    } finally {
-      lock.unlockRead(stamp);
-    }
-  }
-
-  private boolean inSeqChain(int target) {
-    int e = seqHeads[mix(table[target * STRIDE + SEQ]) & (seqHeads.length - 1)];
-    while (e != NIL) {
-      if (e == target) {
-        return true;
-      }
-      e = (int) (table[e * STRIDE + LINK] >> 32);
-    }
-    return false;
   }
 
   /** A view of this index without its mutators; thread-safe. */
@@ -1412,34 +927,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
 
   @Override
   public String toString() {
-    return "KvIndexer{blockSize=" + blockSize + ", entries=" + size + ", maxEntries=" + maxEntries + "}";
-  }
-
-  /** Per-thread buffers for allocation-free matching; not thread-safe, one per thread. */
-  static final class MatchScratch {
-    int[] depth = new int[16];
-    int[] gpuDepth = new int[16];
-    int[] touched = new int[16];
-    final int[] heads = new int[MAX_GATHER];
-    final int[] next = new int[MAX_GATHER];
-    long sink; // keeps the gathering loads from being optimised away
-
-    void ensureSlots(int slots) {
-      if (depth.length < slots) {
-        int n = Math.max(slots, depth.length * 2);
-        depth = new int[n];
-        gpuDepth = new int[n];
-        touched = new int[n];
-      }
-    }
-
-    void reset(int touchedCount) {
-      for (int i = 0; i < touchedCount; i++) {
-        int slot = touched[i];
-        depth[slot] = 0;
-        gpuDepth[slot] = 0;
-      }
-    }
+    return "KvIndexer{blockSize=" + blockSize + ", entries=" + entries.size + ", maxEntries=" + entries.maxEntries
+        + "}";
   }
 
   /** Configures a {@link KvIndexer}; not thread-safe. */
@@ -1447,13 +936,15 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private int maxEntries = DEFAULT_MAX_ENTRIES;
     private int maxWorkers = DEFAULT_MAX_WORKERS;
-    private RouterListener listener = RouterListener.NONE;
+    private IndexListener listener = IndexListener.NONE;
 
     private Builder() {}
 
     /**
      * Tokens per block; must equal the engines' block size (vLLM default 16).
      *
+     * @param blockSize tokens per block
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder blockSize(int blockSize) {
@@ -1464,6 +955,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     /**
      * The entry budget; beyond it the least recently stored entries are dropped.
      *
+     * @param maxEntries the budget, in entries
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^28
      */
     public Builder maxEntries(int maxEntries) {
@@ -1477,6 +970,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     /**
      * The bound on distinct workers; events of further workers are dropped and reported.
      *
+     * @param maxWorkers the bound
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^24
      */
     public Builder maxWorkers(int maxWorkers) {
@@ -1487,13 +982,22 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       return this;
     }
 
-    /** Receives reports of events that could not be applied as given. */
-    public Builder listener(RouterListener listener) {
+    /**
+     * Receives reports of events that could not be applied as given; a {@link RouterListener} is one.
+     *
+     * @param listener the listener
+     * @return this builder
+     */
+    public Builder listener(IndexListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
       return this;
     }
 
-    /** Builds the index. */
+    /**
+     * Builds the index.
+     *
+     * @return the index
+     */
     public KvIndexer build() {
       return new KvIndexer(this);
     }

@@ -28,6 +28,7 @@ public final class NoWorkerAvailableException extends RoutingException {
     ALL_UNHEALTHY
   }
 
+  /** Why no worker could take the request. */
   private final Reason reason;
 
   /**

@@ -47,7 +47,7 @@ final class Predictions {
   }
 
   /** Matches a request against the predictions, like {@link KvIndexer#matchLocked}; any thread. */
-  int match(long[] hashes, int count, KvIndexer.MatchScratch scratch) {
+  int match(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
     return count == 0 || empty ? 0 : index.matchLocked(hashes, count, scratch);
   }
 

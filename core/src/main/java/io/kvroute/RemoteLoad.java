@@ -20,7 +20,11 @@ public interface RemoteLoad {
   /** A load key is taken every this many blocks, plus the last block. */
   int LOAD_KEY_STRIDE = 8;
 
-  /** The router's block size: a peer's hashes are comparable only if its block size is the same. */
+  /**
+   * The router's block size: a peer's hashes are comparable only if its block size is the same.
+   *
+   * @return tokens per block, positive
+   */
   int blockSize();
 
   /**
@@ -28,6 +32,7 @@ public interface RemoteLoad {
    *
    * @param replica the peer's name
    * @param bookingId the peer's id of the booking
+   * @param worker the worker the peer routed the request to
    * @param prefillTokens pending prompt tokens (0 once the first token came)
    * @param blocks the prompt's full blocks
    * @param keys the booking's load keys, {@link #loadKeyCount loadKeyCount(blocks)} of them; copied
@@ -37,34 +42,62 @@ public interface RemoteLoad {
   void booked(String replica, long bookingId, WorkerId worker, long prefillTokens, int blocks, long[] keys,
       int keyCount);
 
-  /** A peer's booked request produced its first token. */
+  /**
+   * A peer's booked request produced its first token.
+   *
+   * @param replica the peer's replica name
+   * @param bookingId the peer's id of the booking
+   */
   void firstToken(String replica, long bookingId);
 
-  /** A peer's booked request closed. */
+  /**
+   * A peer's booked request closed.
+   *
+   * @param replica the peer's replica name
+   * @param bookingId the peer's id of the booking
+   */
   void closed(String replica, long bookingId);
 
   /**
    * A peer predicted that {@code worker} holds the prefix named by these block hashes (approximate mode); ignored
    * by a router that does not predict.
    *
+   * @param worker the worker predicted to hold the prefix
    * @param hashes copied
+   * @param count how many of {@code hashes} to take
    */
   void predicted(WorkerId worker, long[] hashes, int count);
 
-  /** Forgets every booking of {@code replica}: it left, expired, or its deltas can no longer be trusted. */
+  /**
+   * Forgets every booking of {@code replica}: it left, expired, or its deltas can no longer be trusted.
+   *
+   * @param replica the peer's replica name
+   */
   void dropReplica(String replica);
 
-  /** Peers' bookings open on {@code worker}, after applying everything delivered so far. */
+  /**
+   * Peers' bookings open on {@code worker}, after applying everything delivered so far.
+   *
+   * @param worker the worker
+   * @return the count, zero or more
+   */
   int activeRequests(WorkerId worker);
 
-  /** Peers' open bookings in all, after applying everything delivered so far. */
+  /**
+   * Peers' open bookings in all, after applying everything delivered so far.
+   *
+   * @return the count, zero or more
+   */
   long openBookings();
 
-  /** The number of load keys of a prompt of {@code blocks} full blocks. */
+  /**
+   * The number of load keys of a prompt of {@code blocks} full blocks.
+   *
+   * @param blocks the prompt's full blocks, zero or more
+   * @return the count, zero for no blocks
+   */
   static int loadKeyCount(int blocks) {
-    if (blocks < 0) {
-      throw new IllegalArgumentException("blocks must not be negative but was " + blocks);
-    }
+    Checks.notNegative("blocks", blocks);
     return (blocks + LOAD_KEY_STRIDE - 1) / LOAD_KEY_STRIDE;
   }
 
@@ -72,6 +105,9 @@ public interface RemoteLoad {
    * Writes the load keys of {@code hashes[0..blocks)} into {@code keys}: the hashes at positions
    * {@code STRIDE-1, 2*STRIDE-1, …} and {@code blocks-1} (each once).
    *
+   * @param hashes the prompt's block sequence hashes
+   * @param blocks how many of {@code hashes} are the prompt's full blocks
+   * @param keys receives the keys; at least {@code loadKeyCount(blocks)} long
    * @return the number written, {@link #loadKeyCount loadKeyCount(blocks)}
    */
   static int loadKeys(long[] hashes, int blocks, long[] keys) {

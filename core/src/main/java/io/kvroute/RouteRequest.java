@@ -31,7 +31,12 @@ public final class RouteRequest {
     this.explain = b.explain;
   }
 
-  /** A request with only tokens. */
+  /**
+   * A request with only tokens.
+   *
+   * @param tokens the prompt's token ids, not empty
+   * @return a request for any model, without adapter, restriction or explanation
+   */
   public static RouteRequest of(int[] tokens) {
     return newBuilder(tokens).build();
   }
@@ -39,22 +44,37 @@ public final class RouteRequest {
   /**
    * Returns a builder for a prompt of these tokens.
    *
+   * @param tokens the prompt's token ids, as the engine will see them (not copied)
+   * @return a new builder
    * @throws NullPointerException if {@code tokens} is null
    */
   public static Builder newBuilder(int[] tokens) {
     return new Builder(tokens);
   }
 
+  /**
+   * The prompt's token ids, as given (not copied).
+   *
+   * @return the token array
+   */
   public int[] tokens() {
     return tokens;
   }
 
-  /** The model the request names, or null for any. */
+  /**
+   * The model the request names, or null for any.
+   *
+   * @return the model's name, or null
+   */
   public @Nullable String model() {
     return model;
   }
 
-  /** The LoRA adapter the request uses, or null for the base model. */
+  /**
+   * The LoRA adapter the request uses, or null for the base model.
+   *
+   * @return the adapter's name, or null
+   */
   public @Nullable String loraName() {
     return loraName;
   }
@@ -78,22 +98,38 @@ public final class RouteRequest {
     return cacheSalt;
   }
 
-  /** The only workers this request may go to, or null for all. */
+  /**
+   * The only workers this request may go to, or null for all.
+   *
+   * @return an immutable set of worker ids, or null
+   */
   public @Nullable Set<WorkerId> allowedWorkers() {
     return allowedWorkers;
   }
 
-  /** Per-request overlap weight for KV-aware policies, or NaN to use the policy's. */
+  /**
+   * Per-request overlap weight for KV-aware policies, or NaN to use the policy's.
+   *
+   * @return the weight, or NaN
+   */
   public double overlapWeight() {
     return overlapWeight;
   }
 
-  /** Per-request softmax temperature for KV-aware policies, or NaN to use the policy's. */
+  /**
+   * Per-request softmax temperature for KV-aware policies, or NaN to use the policy's.
+   *
+   * @return the temperature, or NaN
+   */
   public double temperature() {
     return temperature;
   }
 
-  /** Whether the routing result should carry every candidate's score. */
+  /**
+   * Whether the routing result should carry every candidate's score.
+   *
+   * @return true if an explanation was asked for
+   */
   public boolean explain() {
     return explain;
   }
@@ -139,6 +175,14 @@ public final class RouteRequest {
       return this;
     }
 
+    /**
+     * Per-block multimodal content hashes (for example of images), which enter the block hashes as vLLM's extra keys
+     * do, so that prompts with the same placeholder tokens but other images do not match. Default: null, none.
+     *
+     * @param blockExtraKeys the keys of each full block (index = block number, a null entry for a block without), or
+     *     null
+     * @return this builder
+     */
     public Builder blockExtraKeys(long @Nullable [][] blockExtraKeys) {
       this.blockExtraKeys = blockExtraKeys;
       return this;
@@ -157,7 +201,12 @@ public final class RouteRequest {
       return this;
     }
 
-    /** Restricts the request to these workers. */
+    /**
+     * Restricts the request to these workers.
+     *
+     * @param allowedWorkers the allowed worker ids, not null; copied
+     * @return this builder
+     */
     public Builder allowedWorkers(Set<WorkerId> allowedWorkers) {
       this.allowedWorkers = Objects.requireNonNull(allowedWorkers, "allowedWorkers");
       return this;
@@ -166,12 +215,12 @@ public final class RouteRequest {
     /**
      * Overrides the KV-aware policy's overlap weight for this request.
      *
+     * @param overlapWeight the weight, finite and zero or more
+     * @return this builder
      * @throws IllegalArgumentException if negative or not finite
      */
     public Builder overlapWeight(double overlapWeight) {
-      if (!(overlapWeight >= 0) || Double.isInfinite(overlapWeight)) {
-        throw new IllegalArgumentException("overlapWeight must be finite and >= 0 but was " + overlapWeight);
-      }
+      Checks.finiteNotNegative("overlapWeight", overlapWeight);
       this.overlapWeight = overlapWeight;
       return this;
     }
@@ -179,22 +228,32 @@ public final class RouteRequest {
     /**
      * Overrides the KV-aware policy's temperature for this request.
      *
+     * @param temperature the temperature, finite and zero or more
+     * @return this builder
      * @throws IllegalArgumentException if negative or not finite
      */
     public Builder temperature(double temperature) {
-      if (!(temperature >= 0) || Double.isInfinite(temperature)) {
-        throw new IllegalArgumentException("temperature must be finite and >= 0 but was " + temperature);
-      }
+      Checks.finiteNotNegative("temperature", temperature);
       this.temperature = temperature;
       return this;
     }
 
-    /** Asks for every candidate's overlap, load and cost in {@link Routing#explanation()}. */
+    /**
+     * Asks for every candidate's overlap, load and cost in {@link Routing#explanation()}.
+     *
+     * @param explain whether to collect the explanation (it allocates; leave off on the hot path)
+     * @return this builder
+     */
     public Builder explain(boolean explain) {
       this.explain = explain;
       return this;
     }
 
+    /**
+     * Builds the request.
+     *
+     * @return a new immutable request
+     */
     public RouteRequest build() {
       return new RouteRequest(this);
     }

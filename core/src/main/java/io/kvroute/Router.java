@@ -743,6 +743,23 @@ public final class Router {
       applied(worker, state);
     }
 
+    /** As {@link #applyAll}, for events held in columns (see {@link KvIndexer#applyColumns}). */
+    @Override
+    public void applyColumns(WorkerId worker, KvEventColumns batch) {
+      WorkerRegistry.WorkerState state = registry.state(worker);
+      if (state == null) {
+        for (int i = 0; i < batch.size(); i++) {
+          listener.onEventForUnknownWorker(worker, batch.event(i));
+        }
+        return;
+      }
+      if (batch.size() == 0) {
+        return;
+      }
+      indexer.applyColumns(worker, batch);
+      applied(worker, state);
+    }
+
     private void applied(WorkerId worker, WorkerRegistry.WorkerState state) {
       if (!registry.contains(worker)) {
         indexer.removeWorker(worker); // removed while the events were applied
@@ -758,8 +775,8 @@ public final class Router {
     private long[] hashes = new long[256];
     private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
     final Candidates candidates = new Candidates();
-    final KvIndexer.MatchScratch main = new KvIndexer.MatchScratch();
-    final KvIndexer.MatchScratch predicted = new KvIndexer.MatchScratch();
+    final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
+    final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {
@@ -776,6 +793,7 @@ public final class Router {
     }
   }
 
+  /** Configures a {@link Router}; not thread-safe. Each setter validates its argument and names it in the exception. */
   public static final class Builder {
     private int blockSize = BlockHasher.DEFAULT_BLOCK_SIZE;
     private RouterPolicy policy = RouterPolicy.kvAware();
@@ -818,10 +836,7 @@ public final class Router {
      * @throws IllegalArgumentException if not positive
      */
     public Builder maxPromptTokens(int maxPromptTokens) {
-      if (maxPromptTokens <= 0) {
-        throw new IllegalArgumentException("maxPromptTokens must be positive but was " + maxPromptTokens);
-      }
-      this.maxPromptTokens = maxPromptTokens;
+      this.maxPromptTokens = Checks.positive("maxPromptTokens", maxPromptTokens);
       return this;
     }
 
@@ -836,10 +851,7 @@ public final class Router {
      * @throws IllegalArgumentException if not positive
      */
     public Builder ejectAfterFailures(int failures) {
-      if (failures <= 0) {
-        throw new IllegalArgumentException("ejectAfterFailures must be positive but was " + failures);
-      }
-      this.ejectAfterFailures = failures;
+      this.ejectAfterFailures = Checks.positive("ejectAfterFailures", failures);
       return this;
     }
 
@@ -858,9 +870,7 @@ public final class Router {
     public Builder ejectionBackoff(Duration initial, Duration max) {
       Objects.requireNonNull(initial, "initial");
       Objects.requireNonNull(max, "max");
-      if (initial.isNegative() || initial.isZero()) {
-        throw new IllegalArgumentException("ejectionBackoff initial must be positive but was " + initial);
-      }
+      Checks.positive("ejectionBackoff initial", initial);
       if (max.compareTo(initial) < 0) {
         throw new IllegalArgumentException("ejectionBackoff max must be at least initial " + initial + " but was "
             + max);
@@ -873,6 +883,8 @@ public final class Router {
     /**
      * Tokens per KV block; must match the engines' block size (vLLM's default is 16).
      *
+     * @param blockSize tokens per block, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder blockSize(int blockSize) {
@@ -892,7 +904,12 @@ public final class Router {
       return this;
     }
 
-    /** The time source for bookings and predictions; tests and simulations inject their own. */
+    /**
+     * The time source for bookings and predictions; tests and simulations inject their own.
+     *
+     * @param ticker the clock, not null
+     * @return this builder
+     */
     public Builder ticker(Ticker ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
@@ -911,7 +928,12 @@ public final class Router {
       return this;
     }
 
-    /** Seeds every random choice (ties, softmax sampling, the random policy), for reproducible routing. */
+    /**
+     * Seeds every random choice (ties, softmax sampling, the random policy), for reproducible routing.
+     *
+     * @param seed any value; the same seed and the same calls give the same choices
+     * @return this builder
+     */
     public Builder randomSeed(long seed) {
       this.randomSeed = seed;
       return this;
@@ -920,6 +942,8 @@ public final class Router {
     /**
      * The KV index's entry budget; see {@link KvIndexer}.
      *
+     * @param maxEntries the most (worker, tier, block) entries the index holds
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^28
      */
     public Builder maxIndexEntries(int maxEntries) {
@@ -931,6 +955,8 @@ public final class Router {
     /**
      * The bound on registered workers (name and rank pairs).
      *
+     * @param maxWorkers the most workers registered at once
+     * @return this builder
      * @throws IllegalArgumentException if not positive or above 2^24
      */
     public Builder maxWorkers(int maxWorkers) {
@@ -942,17 +968,21 @@ public final class Router {
     /**
      * How long a booking may stay open before it is released as stale (a request never closed).
      *
+     * @param timeout the longest a booking stays open, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder bookingTimeout(Duration timeout) {
       Objects.requireNonNull(timeout, "timeout");
-      if (timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("bookingTimeout must be positive but was " + timeout);
-      }
-      this.bookingTimeout = timeout;
+      this.bookingTimeout = Checks.positive("bookingTimeout", timeout);
       return this;
     }
 
+    /**
+     * Builds the router (and starts its {@link Builder#sharedLoad} port, if one is set).
+     *
+     * @return a new router with no workers registered
+     */
     public Router build() {
       return new Router(this);
     }

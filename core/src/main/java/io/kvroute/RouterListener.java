@@ -5,15 +5,20 @@ package io.kvroute;
  * must be thread-safe, and every method must execute fast, without external locking, and must not throw.
  *
  * <p>Methods may run on the caller of {@link Router#select}, on event-source threads, or on threads that close
- * routing handles. Index callbacks may run while the index holds its write lock: do not call back into the router.
- * All methods default to doing nothing; {@link #NONE} is the no-op instance. A router may have several listeners (see
- * {@link Router.Builder#listener}); one that throws is logged and skipped, never breaking the router or the others.
+ * routing handles. The index callbacks, inherited from {@link IndexListener}, may run while the index holds its
+ * write lock: do not call back into the router. All methods default to doing nothing; {@link #NONE} is the no-op
+ * instance. A router may have several listeners (see {@link Router.Builder#listener}); one that throws is logged and
+ * skipped, never breaking the router or the others.
  */
-public interface RouterListener {
+public interface RouterListener extends IndexListener {
   /** A listener that ignores everything. */
   RouterListener NONE = new RouterListener() {};
 
-  /** A request was routed. */
+  /**
+   * A request was routed.
+   *
+   * @param routing the request's handle: the chosen worker, the policy, the predicted cached tokens
+   */
   default void onRouted(Routing routing) {}
 
   /**
@@ -36,39 +41,33 @@ public interface RouterListener {
    */
   default void onClosed(Routing routing, long elapsedNanos) {}
 
-  /** A request found no eligible worker. */
+  /**
+   * A request found no eligible worker.
+   *
+   * @param request the request that could not be routed
+   */
   default void onNoWorker(RouteRequest request) {}
 
-  /** A worker was added to the registry. */
+  /**
+   * A worker was added to the registry.
+   *
+   * @param worker the worker as added
+   */
   default void onWorkerAdded(Worker worker) {}
 
-  /** A worker was removed from the registry; its index entries are purged. */
+  /**
+   * A worker was removed from the registry; its index entries are purged.
+   *
+   * @param worker the worker as it was registered
+   */
   default void onWorkerRemoved(Worker worker) {}
 
-  /** A worker's endpoints, labels or engine load changed. */
-  default void onWorkerUpdated(Worker worker) {}
-
   /**
-   * A stored event's parent block is unknown for this worker (the stream started mid-sequence or lost an event).
-   * Its blocks are kept as unmatchable placeholders so that their removals and children resolve, but they never
-   * match a request, since the prefix they extend is unknown.
+   * A worker's endpoints, labels or engine load changed.
+   *
+   * @param worker the worker as it is now
    */
-  default void onOrphanBlocks(WorkerId worker, int blocks) {}
-
-  /** A stored event's block size differs from the router's; its blocks were dropped. */
-  default void onBlockSizeMismatch(WorkerId worker, int expected, int actual, int blocks) {}
-
-  /** A stored event was malformed (token count not matching its hashes, repeated hashes); it was dropped. */
-  default void onInvalidEvent(WorkerId worker, KvEvent event, String reason) {}
-
-  /** A removal named blocks the index does not hold for this worker; they were ignored. */
-  default void onUnknownRemoval(WorkerId worker, int blocks) {}
-
-  /** An event arrived for a worker the router does not know; it was dropped. */
-  default void onEventForUnknownWorker(WorkerId worker, KvEvent event) {}
-
-  /** The index exceeded its entry budget and dropped {@code entries} of its least recently stored entries. */
-  default void onIndexEviction(int entries) {}
+  default void onWorkerUpdated(Worker worker) {}
 
   /** Stale load bookings (requests never closed) expired; called after the admission lock is released. */
   default void onBookingsExpired(int count) {}

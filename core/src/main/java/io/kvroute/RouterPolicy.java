@@ -21,20 +21,35 @@ public interface RouterPolicy {
   /**
    * Returns the index, in {@code [0, candidates.size())}, of the chosen candidate. {@code candidates} has at least
    * one entry. Must not block or call back into the router.
+   *
+   * @param candidates the workers that may serve the request, with their overlap and load; valid only during the call
+   * @return the chosen candidate's index, from 0 to {@code candidates.size() - 1}
    */
   int select(Candidates candidates);
 
-  /** A short name for logs and reports. */
+  /**
+   * A short name for logs and reports.
+   *
+   * @return the name, such as {@code kvAware}; the class's simple name unless overridden
+   */
   default String name() {
     return getClass().getSimpleName();
   }
 
-  /** Cycles through the candidates in order, ignoring cache and load. */
+  /**
+   * Cycles through the candidates in order, ignoring cache and load.
+   *
+   * @return a new round-robin policy (each instance keeps its own position)
+   */
   static RouterPolicy roundRobin() {
     return new Policies.RoundRobin();
   }
 
-  /** Picks a candidate uniformly at random. */
+  /**
+   * Picks a candidate uniformly at random.
+   *
+   * @return a new uniformly random policy, drawing from the router's seeded random source
+   */
   static RouterPolicy random() {
     return new Policies.Uniform();
   }
@@ -42,12 +57,18 @@ public interface RouterPolicy {
   /**
    * Picks the candidate with the fewest active requests booked by this router, then the shortest engine-reported
    * queue (running plus waiting, when reported), then the fewest pending prefill tokens, then at random.
+   *
+   * @return a new least-loaded policy
    */
   static RouterPolicy leastLoaded() {
     return new Policies.LeastLoaded();
   }
 
-  /** Dynamo's default KV-aware cost with Dynamo's defaults ({@link KvAwareConfig#DEFAULT}). */
+  /**
+   * Dynamo's default KV-aware cost with Dynamo's defaults ({@link KvAwareConfig#DEFAULT}).
+   *
+   * @return the KV-aware policy with overlap weight 1.0 and temperature 0
+   */
   static RouterPolicy kvAware() {
     return kvAware(KvAwareConfig.DEFAULT);
   }
@@ -57,6 +78,9 @@ public interface RouterPolicy {
    * worker's pending prompt tokens plus this request's uncached tokens, in blocks; decode counts the blocks the
    * worker would hold. Ties go to the worker with the smallest cached tree, then at random. With temperature above
    * zero, a softmax over the normalised costs is sampled instead.
+   *
+   * @param config the cost's overlap weight, temperature and host-tier credit
+   * @return a new KV-aware policy
    */
   static RouterPolicy kvAware(KvAwareConfig config) {
     return new Policies.KvAware(config, "kvAware");
@@ -66,6 +90,8 @@ public interface RouterPolicy {
    * Approximate mode, for engines that publish no KV events: each routing decision records the prompt's blocks
    * for the chosen worker for 120 s (refreshed when routed again), at most 2^20 entries, and requests are scored
    * with the KV-aware cost against those predictions.
+   *
+   * @return a new approximate-mode policy (it keeps its own predictions; use one instance per router)
    */
   static RouterPolicy approximate() {
     return approximate(KvAwareConfig.DEFAULT, Duration.ofSeconds(120), 1 << 20);
@@ -74,8 +100,10 @@ public interface RouterPolicy {
   /**
    * Approximate mode with explicit settings.
    *
+   * @param cost the KV-aware cost settings used to score the predictions
    * @param ttl how long a routed prompt is assumed to stay cached
    * @param maxEntries the bound on predicted (worker, block) entries; the least recently routed go first
+   * @return a new approximate-mode policy (it keeps its own predictions; use one instance per router)
    * @throws IllegalArgumentException if {@code ttl} is not positive or {@code maxEntries} is not positive
    */
   static RouterPolicy approximate(KvAwareConfig cost, Duration ttl, int maxEntries) {
@@ -91,12 +119,19 @@ public interface RouterPolicy {
    * seconds, those whose active requests would pin more blocks than their cache holds (its cached tree size, once
    * filled), and those with {@code (1 + loadFactor)} times the others' mean active requests plus one, as in
    * consistent hashing with bounded loads (Mirrokni, Thorup and Zadimoghaddam, 2018).
+   *
+   * @return the cache-affinity policy with {@link CacheAffinityConfig#DEFAULT} (8 home blocks, load factor 2.0)
    */
   static RouterPolicy cacheAffinity() {
     return cacheAffinity(CacheAffinityConfig.DEFAULT);
   }
 
-  /** Cache affinity with explicit settings; see {@link #cacheAffinity()}. */
+  /**
+   * Cache affinity with explicit settings; see {@link #cacheAffinity()}.
+   *
+   * @param config the home-block count, load factor and minimum overlap share
+   * @return a new cache-affinity policy
+   */
   static RouterPolicy cacheAffinity(CacheAffinityConfig config) {
     return new Policies.CacheAffinity(config);
   }
@@ -111,12 +146,19 @@ public interface RouterPolicy {
    * within one engine step tie and go to the worker that took the fewest new prefixes lately. A hot prefix gets a
    * second holder when its holder's queue costs more than recomputing it elsewhere plus the eviction.
    * See {@link PredictedTtftConfig} for the settings and why each has its default.
+   *
+   * @return the predicted-TTFT policy with {@link PredictedTtftConfig#DEFAULT}
    */
   static RouterPolicy predictedTtft() {
     return predictedTtft(PredictedTtftConfig.DEFAULT);
   }
 
-  /** The predicted-TTFT policy with explicit settings; see {@link #predictedTtft()}. */
+  /**
+   * The predicted-TTFT policy with explicit settings; see {@link #predictedTtft()}.
+   *
+   * @param config the load slack, eviction price, learning window and host-tier credit
+   * @return a new predicted-TTFT policy (it learns each worker's speed; use one instance per router)
+   */
   static RouterPolicy predictedTtft(PredictedTtftConfig config) {
     return new PredictedTtftPolicy(config);
   }

@@ -91,21 +91,38 @@ public final class Routing implements AutoCloseable {
     return (int) (admittedLoad & ((1 << 24) - 1));
   }
 
-  /** The chosen worker, as registered when it was chosen. */
+  /**
+   * The chosen worker, as registered when it was chosen.
+   *
+   * @return the worker, with its endpoints and labels
+   */
   public Worker worker() {
     return state.worker;
   }
 
+  /**
+   * The chosen worker's id.
+   *
+   * @return the id, never null
+   */
   public WorkerId workerId() {
     return state.worker.id();
   }
 
-  /** Consecutive prompt blocks from the start the chosen worker was known to hold, in any tier. */
+  /**
+   * Consecutive prompt blocks from the start the chosen worker was known to hold, in any tier.
+   *
+   * @return the block count, zero or more
+   */
   public int matchedBlocks() {
     return matchedBlocks;
   }
 
-  /** Consecutive prompt blocks from the start the chosen worker was known to hold on its GPU. */
+  /**
+   * Consecutive prompt blocks from the start the chosen worker was known to hold on its GPU.
+   *
+   * @return the block count, at most {@link #matchedBlocks()}
+   */
   public int gpuMatchedBlocks() {
     return gpuMatchedBlocks;
   }
@@ -115,28 +132,46 @@ public final class Routing implements AutoCloseable {
    * blocks before the prompt's last token. An engine must compute the last prompt token to sample the first output
    * token, so vLLM looks up at most {@code (promptTokens - 1) / blockSize} blocks: a fully cached 368-token prompt
    * (23 blocks of 16) reports 352 cached tokens, not 368.
+   *
+   * @return the token count, from 0 to {@code promptTokens() - 1}
    */
   public int predictedCachedTokens() {
     int blockSize = admission.blockSize; // not a field here: it would cost 8 bytes per handle
     return Math.min(matchedBlocks, (promptTokens - 1) / blockSize) * blockSize;
   }
 
-  /** The prompt length in tokens. */
+  /**
+   * The prompt length in tokens.
+   *
+   * @return the token count, at least 1
+   */
   public int promptTokens() {
     return promptTokens;
   }
 
-  /** The policy's name. */
+  /**
+   * The policy's name.
+   *
+   * @return the policy's name, as {@link RouterPolicy#name()} gave it
+   */
   public String policy() {
     return policy;
   }
 
-  /** Every candidate's overlap, load and cost, if the request asked for an explanation; else empty. */
+  /**
+   * Every candidate's overlap, load and cost, if the request asked for an explanation; else empty.
+   *
+   * @return an immutable list, one entry per candidate (and per worker left out for health); empty unless explained
+   */
   public List<CandidateScore> explanation() {
     return explanation;
   }
 
-  /** Whether {@link #close()} was called or the booking expired. */
+  /**
+   * Whether {@link #close()} was called or the booking expired.
+   *
+   * @return true once closed or expired
+   */
   public boolean isClosed() {
     return phase == CLOSED;
   }

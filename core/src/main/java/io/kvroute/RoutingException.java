@@ -22,9 +22,17 @@ public abstract class RoutingException extends RuntimeException {
     super(message, cause);
   }
 
-  /** The HTTP status a gateway should answer with, for example 503. */
+  /**
+   * The HTTP status a gateway should answer with, for example 503.
+   *
+   * @return an HTTP status code: 400, 404, 502, 503 or 504 for kvroute's own subclasses
+   */
   public abstract int httpStatus();
 
-  /** The machine-readable cause; each subclass returns its own enum. */
+  /**
+   * The machine-readable cause; each subclass returns its own enum.
+   *
+   * @return the reason constant, never null
+   */
   public abstract Enum<?> reason();
 }

@@ -52,6 +52,7 @@ public interface SharedLoad {
    * This replica booked a request on {@code worker}.
    *
    * @param bookingId this replica's id of the booking: unique and increasing over the router's life
+   * @param worker the worker the request was routed to
    * @param prefillTokens the prompt tokens the worker has to compute (not expected to be cached)
    * @param hashes the prompt's block sequence hashes; valid only during the call (copy what is kept)
    * @param blocks how many of {@code hashes} are the prompt's
@@ -60,9 +61,17 @@ public interface SharedLoad {
    */
   void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks, boolean predicted);
 
-  /** The booked request produced its first token: its prefill tokens are no longer pending. */
+  /**
+   * The booked request produced its first token: its prefill tokens are no longer pending.
+   *
+   * @param bookingId the id given in {@link #booked}
+   */
   void firstToken(long bookingId);
 
-  /** The booked request completed, failed, was cancelled or expired: all its load is released. */
+  /**
+   * The booked request completed, failed, was cancelled or expired: all its load is released.
+   *
+   * @param bookingId the id given in {@link #booked}
+   */
   void closed(long bookingId);
 }

@@ -15,6 +15,9 @@ public enum StorageTier {
    * Maps an engine's {@code medium} string to a tier: null, {@code GPU} and {@code DEVICE} are GPU; {@code CPU},
    * {@code CPU_PINNED} and {@code CPU_TIER1} are host; anything else (DISK, STORAGE, CPU_TIER2, NVME, EXTERNAL, …)
    * is disk.
+   *
+   * @param medium the engine's medium name (case-insensitive), or null
+   * @return the tier, never null
    */
   public static StorageTier fromMedium(@Nullable String medium) {
     if (medium == null || eq(medium, "GPU") || eq(medium, "DEVICE") || eq(medium, "CUDA")) {

@@ -33,22 +33,42 @@ public final class Worker {
     this.loraAdapters = Set.copyOf(builder.loraAdapters);
   }
 
-  /** A worker with one HTTP endpoint. */
+  /**
+   * A worker with one HTTP endpoint.
+   *
+   * @param id the worker's id
+   * @param httpEndpoint the base URI of its OpenAI-compatible server, such as {@code http://10.0.0.7:8000}
+   * @return a worker with the {@link #HTTP} endpoint, serving any model
+   */
   public static Worker of(WorkerId id, URI httpEndpoint) {
     return newBuilder(id).endpoint(HTTP, httpEndpoint).build();
   }
 
-  /** A worker with no endpoints, for in-process use. */
+  /**
+   * A worker with no endpoints, for in-process use.
+   *
+   * @param id the worker's id
+   * @return a worker with no endpoints, labels, model or adapters
+   */
   public static Worker of(WorkerId id) {
     return newBuilder(id).build();
   }
 
-  /** Returns a builder for a worker with this id. */
+  /**
+   * Returns a builder for a worker with this id.
+   *
+   * @param id the worker's id
+   * @return a new builder
+   */
   public static Builder newBuilder(WorkerId id) {
     return new Builder(id);
   }
 
-  /** Returns a builder starting from this worker's values. */
+  /**
+   * Returns a builder starting from this worker's values.
+   *
+   * @return a new builder holding this worker's id, endpoints, labels, model and adapters
+   */
   public Builder toBuilder() {
     Builder b = new Builder(id);
     b.endpoints.putAll(endpoints);
@@ -58,34 +78,69 @@ public final class Worker {
     return b;
   }
 
+  /**
+   * The worker's identity: its name and data-parallel rank.
+   *
+   * @return the id, not null
+   */
   public WorkerId id() {
     return id;
   }
 
-  /** All named endpoints. */
+  /**
+   * All named endpoints.
+   *
+   * @return an immutable map from endpoint name (such as {@link #HTTP}) to URI; possibly empty
+   */
   public Map<String, URI> endpoints() {
     return endpoints;
   }
 
-  /** The named endpoint, or null. */
+  /**
+   * The named endpoint, or null.
+   *
+   * @param name the endpoint's name, such as {@link #HTTP}
+   * @return the endpoint's URI, or null if the worker has none of that name
+   */
   public @Nullable URI endpoint(String name) {
     return endpoints.get(name);
   }
 
+  /**
+   * Free-form labels (for example zone or hardware); the router ignores them, while other modules may read their
+   * own keys (events-zmq's subscriber takes a KV event topic from {@code kv-events.topic}).
+   *
+   * @return an immutable map from label name to value; possibly empty
+   */
   public Map<String, String> labels() {
     return labels;
   }
 
-  /** The model this worker serves, or null if it serves any. */
+  /**
+   * The model this worker serves, or null if it serves any.
+   *
+   * @return the model's name, or null
+   */
   public @Nullable String model() {
     return model;
   }
 
+  /**
+   * The LoRA adapters this worker has loaded; a request naming an adapter only goes to workers listing it.
+   *
+   * @return an immutable set of adapter names; possibly empty
+   */
   public Set<String> loraAdapters() {
     return loraAdapters;
   }
 
-  /** Whether this worker can serve a request for {@code model} (null: any) with adapter {@code lora} (null: none). */
+  /**
+   * Whether this worker can serve a request for {@code model} (null: any) with adapter {@code lora} (null: none).
+   *
+   * @param requestModel the model the request names, or null for any
+   * @param lora the adapter the request names, or null (or empty) for the base model
+   * @return true if the worker's model matches (or either is unset) and it lists the adapter (or none is asked)
+   */
   public boolean serves(@Nullable String requestModel, @Nullable String lora) {
     if (requestModel != null && model != null && !model.equals(requestModel)) {
       return false;
@@ -159,11 +214,22 @@ public final class Worker {
       return this;
     }
 
+    /**
+     * Adds a LoRA adapter this worker has loaded; call once per adapter.
+     *
+     * @param adapter the adapter's name, as requests name it
+     * @return this builder
+     */
     public Builder loraAdapter(String adapter) {
       loraAdapters.add(Objects.requireNonNull(adapter, "adapter"));
       return this;
     }
 
+    /**
+     * Builds the worker.
+     *
+     * @return a new immutable worker
+     */
     public Worker build() {
       return new Worker(this);
     }

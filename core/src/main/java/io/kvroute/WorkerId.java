@@ -8,6 +8,8 @@ import java.util.Objects;
  */
 public record WorkerId(String name, int dataParallelRank) implements Comparable<WorkerId> {
   /**
+   * @param name the worker's name, not blank
+   * @param dataParallelRank the engine's data-parallel rank, zero or more
    * @throws NullPointerException if {@code name} is null
    * @throws IllegalArgumentException if {@code name} is blank or {@code dataParallelRank} is negative
    */
@@ -16,17 +18,25 @@ public record WorkerId(String name, int dataParallelRank) implements Comparable<
     if (name.isBlank()) {
       throw new IllegalArgumentException("name must not be blank");
     }
-    if (dataParallelRank < 0) {
-      throw new IllegalArgumentException("dataParallelRank must not be negative but was " + dataParallelRank);
-    }
+    Checks.notNegative("dataParallelRank", dataParallelRank);
   }
 
-  /** A worker without data parallelism (rank 0). */
+  /**
+   * A worker without data parallelism (rank 0).
+   *
+   * @param name the worker's name, not blank
+   * @return the id of rank 0
+   */
   public static WorkerId of(String name) {
     return new WorkerId(name, 0);
   }
 
-  /** The same worker name at another data-parallel rank. */
+  /**
+   * The same worker name at another data-parallel rank.
+   *
+   * @param rank the data-parallel rank, zero or more
+   * @return an id with this name and that rank
+   */
   public WorkerId withRank(int rank) {
     return new WorkerId(name, rank);
   }

@@ -31,6 +31,7 @@ public final class WorkerRegistry {
   /**
    * Adds a worker.
    *
+   * @param worker the worker to add, not null
    * @throws IllegalStateException if a worker with the same id is registered, or the worker bound is reached
    */
   public void add(Worker worker) {
@@ -51,6 +52,7 @@ public final class WorkerRegistry {
   /**
    * Removes a worker, purging its index entries and bookings.
    *
+   * @param id the worker's id
    * @return whether it was registered
    */
   public boolean remove(WorkerId id) {
@@ -72,6 +74,7 @@ public final class WorkerRegistry {
   /**
    * Replaces a registered worker's endpoints and labels, keeping its index entries and bookings.
    *
+   * @param worker the worker's new description, with the id of a registered worker
    * @throws IllegalStateException if no worker with that id is registered
    */
   public void update(Worker worker) {
@@ -88,8 +91,10 @@ public final class WorkerRegistry {
 
   /**
    * Attaches the load an engine reported (for example scraped metrics) to a worker; policies see it as
-   * {@link Candidates#engineLoad}.
+   * {@link Candidates#engineLoad}; listeners hear of it through {@link RouterListener#onWorkerUpdated}.
    *
+   * @param id the worker
+   * @param load the load it reported
    * @return whether the worker is registered
    */
   public boolean updateLoad(WorkerId id, EngineLoad load) {
@@ -99,22 +104,40 @@ public final class WorkerRegistry {
       return false;
     }
     state.engineLoad = load;
+    Worker worker = state.worker;
+    for (RouterListener l : listeners) {
+      l.onWorkerUpdated(worker);
+    }
     return true;
   }
 
-  /** The registered worker with this id. */
+  /**
+   * The registered worker with this id.
+   *
+   * @param id the worker's id
+   * @return the worker as last added or updated, or empty if none with this id is registered
+   */
   public Optional<Worker> find(WorkerId id) {
     WorkerState state = byId.get(id);
     return state == null ? Optional.empty() : Optional.of(state.worker);
   }
 
-  /** The last load reported for this worker, or null. */
+  /**
+   * The last load reported for this worker, or null.
+   *
+   * @param id the worker's id
+   * @return the load, or null if none was reported or the worker is not registered
+   */
   public @Nullable EngineLoad engineLoad(WorkerId id) {
     WorkerState state = byId.get(id);
     return state == null ? null : state.engineLoad;
   }
 
-  /** The registered workers, in registration order. */
+  /**
+   * The registered workers, in registration order.
+   *
+   * @return an immutable list of the workers registered at the time of the call
+   */
   public List<Worker> snapshot() {
     WorkerState[] states = snapshot;
     List<Worker> workers = new ArrayList<>(states.length);
@@ -124,12 +147,20 @@ public final class WorkerRegistry {
     return List.copyOf(workers);
   }
 
-  /** The number of registered workers. */
+  /**
+   * The number of registered workers.
+   *
+   * @return the count of registered workers, zero or more
+   */
   public int size() {
     return snapshot.length;
   }
 
-  /** Adds a listener for additions, removals and updates. */
+  /**
+   * Adds a listener for additions, removals and updates.
+   *
+   * @param listener called after each change, on the changing thread; it must not block
+   */
   public void addListener(RouterListener listener) {
     listeners.add(Objects.requireNonNull(listener, "listener"));
   }

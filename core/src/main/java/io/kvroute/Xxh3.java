@@ -69,6 +69,49 @@ final class Xxh3 {
     return avalanche(acc);
   }
 
+  /**
+   * The sequence hashes of {@code blocks} 16-token blocks of {@code t} from index 0, chained as
+   * {@link BlockHasher#sequenceHash} does ({@code out[0]} is block 0's local hash, {@code out[b]} is
+   * {@code hash16(out[b - 1], local(b), SEED)}), into {@code out[0 .. blocks)}.
+   *
+   * <p>The same arithmetic as {@link #hashInts16} and {@link #hash16}, arranged for the loop: the eight seeded
+   * secret words are computed once per prompt instead of once per block, both arrays are range-checked once, and
+   * block 0 is peeled off, so that an iteration is the block's four multiplies and the chain step and nothing else.
+   * The chain step of block b and the local hash of block b + 1 are independent, so the CPU overlaps them.
+   */
+  static void sequence16(int[] t, int blocks, long seed, long chainSeed, long[] out) {
+    if (blocks <= 0) {
+      return;
+    }
+    java.util.Objects.checkFromIndexSize(0, blocks * 16, t.length);
+    java.util.Objects.checkFromIndexSize(0, blocks, out.length);
+    long k0 = 0xbe4ba423396cfeb8L + seed;
+    long k1 = 0x1cad21f72c81017cL - seed;
+    long k2 = 0xdb979083e96dd4deL + seed;
+    long k3 = 0x1f67b3b7a4a44072L - seed;
+    long k4 = 0x78e5c0cc4ee679cbL + seed;
+    long k5 = 0x2172ffcc7dd05a82L - seed;
+    long k6 = 0x8e2443f7744608b8L + seed;
+    long k7 = 0x4c263a81e69035e0L - seed;
+    long previous = local16(t, 0, k0, k1, k2, k3, k4, k5, k6, k7);
+    out[0] = previous;
+    for (int b = 1; b < blocks; b++) {
+      previous = hash16(previous, local16(t, b * 16, k0, k1, k2, k3, k4, k5, k6, k7), chainSeed);
+      out[b] = previous;
+    }
+  }
+
+  /** {@link #hashInts16} with the seeded secret words given; the caller has range-checked the block. */
+  private static long local16(int[] t, int o, long k0, long k1, long k2, long k3, long k4, long k5, long k6,
+      long k7) {
+    long acc = 64 * PRIME64_1;
+    acc += mix(t[o], t[o + 1], t[o + 2], t[o + 3], k0, k1);
+    acc += mix(t[o + 4], t[o + 5], t[o + 6], t[o + 7], k4, k5);
+    acc += mix(t[o + 8], t[o + 9], t[o + 10], t[o + 11], k6, k7);
+    acc += mix(t[o + 12], t[o + 13], t[o + 14], t[o + 15], k2, k3);
+    return avalanche(acc);
+  }
+
   private static long mix(int t0, int t1, int t2, int t3, long keyLo, long keyHi) {
     long lo = (t0 & 0xFFFFFFFFL) | ((long) t1 << 32);
     long hi = (t2 & 0xFFFFFFFFL) | ((long) t3 << 32);

@@ -311,13 +311,13 @@ class FailureRegressionTest {
       router.eventSink().apply(A, KvEvent.BlockStored.of(new long[] {1_000_000L + i}, null, block, 16));
     }
     router.eventSink().apply(B, Fixtures.storedFor(block, 16, 3));
-    assertEquals(2, router.index().sequenceChainLength(seq), "one entry for A, one for B");
+    assertEquals(2, IndexInvariants.sequenceChainLength(router.index(), seq), "one entry for A, one for B");
     assertEquals(copies, router.indexer().entriesOf(A), "every engine block is still held");
-    router.index().checkInvariants();
+    IndexInvariants.check(router.index());
     for (int i = 0; i < copies - 1; i++) {
       router.eventSink().apply(A, KvEvent.BlockRemoved.of(new long[] {1_000_000L + i}));
     }
-    router.index().checkInvariants();
+    IndexInvariants.check(router.index());
     RouteRequest onlyA = RouteRequest.newBuilder(block).allowedWorkers(Set.of(A)).build();
     try (Routing r = router.select(onlyA)) {
       assertEquals(1, r.matchedBlocks(), "the last engine hash still holds the content");
@@ -326,7 +326,7 @@ class FailureRegressionTest {
     try (Routing r = router.select(onlyA)) {
       assertEquals(0, r.matchedBlocks());
     }
-    assertEquals(1, router.index().sequenceChainLength(seq));
+    assertEquals(1, IndexInvariants.sequenceChainLength(router.index(), seq));
   }
 
   // --- Item 9 (core): listener under the lock, mutable index handed out -------------------------------------------

@@ -104,7 +104,7 @@ class KvIndexerConcurrencyTest {
     }
     assertEquals(List.of(), torn, "a reader saw part of a stored event");
     assertTrue(observations.get() > 0);
-    index.checkInvariants();
+    IndexInvariants.check(index);
     IndexStats stats = index.stats();
     assertEquals(0, stats.entries(), "every stored prompt was removed");
     assertEquals((long) writers * rounds * PROMPT_BLOCKS, stats.storedBlocks());

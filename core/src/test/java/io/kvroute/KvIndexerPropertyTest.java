@@ -52,7 +52,7 @@ class KvIndexerPropertyTest {
     int steps = 150 + random.nextInt(100);
     Object lastEvent = null;
     // Odd seeds deliver stores and removals as a subscriber does, in batches of one worker's events through
-    // applyAll (chunked, prepared under the shared lock); the model applies each event at once, and every other
+    // applyAll or applyColumns (chunked, prepared under the shared lock); the model applies each event at once, and every other
     // operation, queries included, first flushes the batch.
     Batch batch = seed % 2 == 1 ? new Batch(index, random) : null;
     for (int step = 0; step < steps; step++) {
@@ -105,7 +105,7 @@ class KvIndexerPropertyTest {
         if (batch != null) {
           batch.flush();
         }
-        index.checkInvariants();
+        IndexInvariants.check(index);
       }
       if (Boolean.getBoolean("kv.debug")) {
         for (int[] doc : docs) {
@@ -120,7 +120,7 @@ class KvIndexerPropertyTest {
     if (batch != null) {
       batch.flush();
     }
-    index.checkInvariants();
+    IndexInvariants.check(index);
     for (int[] doc : docs) {
       long[] query = HASHER.sequenceHashes(doc);
       assertEquals(model.match(query), index.findMatches(query), "final query");
@@ -146,8 +146,41 @@ class KvIndexerPropertyTest {
 
     void flush() {
       if (!events.isEmpty()) {
-        index.applyAll(worker, random.nextBoolean() ? List.copyOf(events) : new LinkedList<>(events));
+        int path = random.nextInt(3);
+        if (path == 2) {
+          // As a decoder does: hashes and tokens appended into reused columns, then each event committed.
+          columns.clear();
+          for (KvEvent event : events) {
+            commit(columns, event);
+          }
+          index.applyColumns(worker, columns);
+        } else {
+          index.applyAll(worker, path == 0 ? List.copyOf(events) : new LinkedList<>(events));
+        }
         events.clear();
+      }
+    }
+
+    final KvEventColumns columns = new KvEventColumns();
+
+    private static void commit(KvEventColumns columns, KvEvent event) {
+      if (event instanceof KvEvent.BlockStored s) {
+        for (long h : s.blockHashes()) {
+          columns.appendHash(h);
+        }
+        for (int t : s.tokenIds()) {
+          columns.appendToken(t);
+        }
+        Long parent = s.parentBlockHash();
+        columns.commitStored(parent != null, parent == null ? 0 : parent, s.blockSize(), s.tier(), s.loraName(),
+            s.cacheSpecKind(), s.extraKeys(), -1);
+      } else if (event instanceof KvEvent.BlockRemoved r) {
+        for (long h : r.blockHashes()) {
+          columns.appendHash(h);
+        }
+        columns.commitRemoved(r.tier(), -1);
+      } else {
+        columns.commitCleared(-1);
       }
     }
   }

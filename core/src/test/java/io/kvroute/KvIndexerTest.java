@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class KvIndexerTest {
   private static final WorkerId W = WorkerId.of("w");
   private final List<String> reports = new ArrayList<>();
-  private final RouterListener recorder = new RouterListener() {
+  private final IndexListener recorder = new IndexListener() { // a plain index listener: no router involved
     @Override
     public void onOrphanBlocks(WorkerId worker, int blocks) {
       reports.add("orphan " + blocks);
@@ -160,7 +160,7 @@ class KvIndexerTest {
     assertEquals(4, index.findMatches(hasher.sequenceHashes(older)).get(W).blocks());
     assertEquals(2, index.findMatches(hasher.sequenceHashes(third)).get(W).blocks());
     assertEquals(Map.of(), index.findMatches(hasher.sequenceHashes(newer)), "the newer prompt's head went first");
-    index.checkInvariants();
+    IndexInvariants.check(index);
   }
 
   @Test

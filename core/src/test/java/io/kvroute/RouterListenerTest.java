@@ -213,4 +213,20 @@ class RouterListenerTest {
       }
     }
   }
+
+  @Test
+  void aLoadUpdateIsReportedAsAWorkerUpdate() {
+    List<String> updates = Collections.synchronizedList(new ArrayList<>());
+    Router router = Router.newBuilder().listener(new RouterListener() {
+      @Override
+      public void onWorkerUpdated(Worker worker) {
+        updates.add(worker.id().name());
+      }
+    }).build();
+    router.addWorker(Worker.of(A));
+    assertTrue(router.updateLoad(A, new EngineLoad(2, 1, 0.5, 7)));
+    assertEquals(List.of("a"), updates);
+    assertTrue(!router.updateLoad(WorkerId.of("unknown"), new EngineLoad(0, 0, 0, 7)));
+    assertEquals(List.of("a"), updates, "an unknown worker's load is not reported");
+  }
 }

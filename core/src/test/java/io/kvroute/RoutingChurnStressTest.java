@@ -130,8 +130,8 @@ class RoutingChurnStressTest {
     }
     assertEquals(0, router.overReleases(), "a booking was released twice");
     assertEquals(0, router.openBookings(), "bookings left open");
-    router.index().checkInvariants();
-    router.predictions().index().checkInvariants();
+    IndexInvariants.check(router.index());
+    IndexInvariants.check(router.predictions().index());
 
     // Past every prediction's TTL, one selection expires them all but its own.
     ticker.advance(Duration.ofMinutes(3));

@@ -86,7 +86,7 @@ class RoutingConcurrencyTest {
       thread.join();
     }
     assertTrue(failures.isEmpty(), () -> "failures: " + failures);
-    router.index().checkInvariants();
+    IndexInvariants.check(router.index());
     for (WorkerId id : stable) {
       assertEquals(0, router.activeRequests(id), "requests left on " + id);
       assertEquals(0, router.pendingPrefillTokens(id), "prefill left on " + id);

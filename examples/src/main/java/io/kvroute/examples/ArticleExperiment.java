@@ -72,17 +72,8 @@ public final class ArticleExperiment {
 
   /** Runs the experiment with command-line options and prints the tables. */
   public static void main(String[] args) {
-    Options options;
-    try {
-      options = Options.parse(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("error: " + e.getMessage());
-      System.err.println(Options.USAGE);
-      System.exit(2);
-      return;
-    }
-    if (options.help) {
-      System.out.println(Options.USAGE);
+    Options options = Cli.parseOrExit(args, Options::parse, o -> o.help, Options.USAGE);
+    if (options == null) {
       return;
     }
     long start = System.nanoTime();
@@ -531,16 +522,9 @@ public final class ArticleExperiment {
         }
         String value = args[++i];
         switch (arg) {
-          case "--kinds" -> o.kinds = Arrays.stream(value.split(",")).mapToInt(s -> positive(s, arg)).toArray();
+          case "--kinds" -> o.kinds = Cli.positives(value, arg);
           case "--policies" -> {
-            List<String> chosen = new ArrayList<>();
-            for (String name : value.split(",")) {
-              if (!POLICIES.containsKey(name.trim())) {
-                throw new IllegalArgumentException("unknown policy '" + name + "'; known: " + POLICIES.keySet());
-              }
-              chosen.add(name.trim());
-            }
-            o.policies = chosen;
+            o.policies = Cli.policies(value);
             o.policiesSet = true;
           }
           case "--workers" -> o.workers = positive(value, arg);
@@ -603,16 +587,7 @@ public final class ArticleExperiment {
     }
 
     private static int positive(String value, String option) {
-      int v;
-      try {
-        v = Integer.parseInt(value.trim());
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException(option + " needs a positive integer but got '" + value + "'");
-      }
-      if (v <= 0) {
-        throw new IllegalArgumentException(option + " needs a positive integer but got " + v);
-      }
-      return v;
+      return Cli.positive(value, option);
     }
   }
 }

@@ -15,7 +15,9 @@ import io.kvroute.micrometer.ScrapeMetrics;
 import io.kvroute.openai.JsonException;
 import io.kvroute.openai.OpenAiRequest;
 import io.kvroute.openai.OpenAiRequestException;
+import io.kvroute.tokenizers.HfTokenizer;
 import io.kvroute.transport.okhttp.EngineMetricsScraper;
+import io.kvroute.transport.okhttp.FallbackTokenizer;
 import io.kvroute.transport.okhttp.ForwardRequest;
 import io.kvroute.transport.okhttp.ForwardedResponse;
 import io.kvroute.transport.okhttp.HttpServerRelay;
@@ -31,11 +33,14 @@ import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -52,13 +57,17 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>{@code
  * java -cp examples/target/kvroute-examples.jar io.kvroute.examples.Gateway \
+ *     --tokenizer /models/Qwen3-8B \
  *     --worker vllm-0=http://10.0.0.5:8000,events=tcp://10.0.0.5:5557 \
  *     --worker vllm-1=http://10.0.0.6:8000,events=tcp://10.0.0.6:5557 \
  *     --policy kvAware --port 8080 --metrics-port 9090
  * }</pre>
  *
- * <p>Per request: the body is parsed once ({@link OpenAiRequest}), the prompt tokenized on a worker's
- * {@code /tokenize} (or taken as given token ids with {@code --tokenizer ids}), the worker chosen by the router, the
+ * <p>Per request: the body is parsed once ({@link OpenAiRequest}), the prompt tokenized in this JVM with the model's
+ * {@code tokenizer.json} and chat template ({@code --tokenizer DIR}, kvroute-tokenizers' {@link HfTokenizer}; with
+ * {@code --tokenizer-fallback worker} a worker's {@code /tokenize} counts what it cannot, such as image parts), or
+ * on a worker's {@code /tokenize} ({@code --tokenizer worker}, the default when no directory is given), or taken as
+ * given token ids ({@code --tokenizer ids}), the worker chosen by the router, the
  * body forwarded unchanged, and the answer relayed by {@link HttpServerRelay} (an error event if the worker dies
  * mid-stream; the upstream cancelled if the client goes away). The router learns what each worker caches from its
  * KV events ({@code events=}) and its load from its {@code /metrics}; {@code --metrics-port} serves the gateway's
@@ -80,6 +89,8 @@ public final class Gateway implements AutoCloseable {
 
   /** How prompts become token ids. */
   enum TokenizerMode {
+    /** The model's files in this JVM ({@link HfTokenizer}): {@code --tokenizer DIR}. */
+    LOCAL,
     /** The engine's own tokenizer: {@code POST /tokenize} on a worker (vLLM and the simulator both serve it). */
     WORKER,
     /** Only requests whose prompt is token ids are routed; text prompts and chats are refused. */
@@ -105,12 +116,13 @@ public final class Gateway implements AutoCloseable {
   }
 
   /** The parsed command line. */
-  record Options(List<WorkerSpec> workers, String policy, TokenizerMode tokenizer, String host, int port,
-      int metricsPort, int blockSize, Duration scrapeInterval) {}
+  record Options(List<WorkerSpec> workers, String policy, TokenizerMode tokenizer, @Nullable Path tokenizerDir,
+      boolean tokenizerFallback, String host, int port, int metricsPort, int blockSize, Duration scrapeInterval) {}
 
   private final Options options;
   private final Router router;
   private final RoutingForwarder forwarder;
+  private final @Nullable HfTokenizer localTokenizer;
   private final @Nullable KvEventSubscriber subscriber;
   private final @Nullable EngineMetricsScraper scraper;
   private final PrometheusMeterRegistry registry;
@@ -159,6 +171,14 @@ public final class Gateway implements AutoCloseable {
       scraper = null;
     }
     RoutingForwarder.Builder fb = RoutingForwarder.newBuilder(router);
+    if (options.tokenizer() == TokenizerMode.LOCAL) {
+      localTokenizer = HfTokenizer.load(Objects.requireNonNull(options.tokenizerDir()));
+      fb.tokenizer(options.tokenizerFallback()
+          ? FallbackTokenizer.of(localTokenizer, OkHttpTokenizer.newBuilder().router(router).build())
+          : localTokenizer);
+    } else {
+      localTokenizer = null;
+    }
     if (options.tokenizer() == TokenizerMode.WORKER) {
       fb.tokenizer(OkHttpTokenizer.newBuilder().router(router).build()); // healthy workers, hedged, 2 s budget
     }
@@ -318,6 +338,10 @@ public final class Gateway implements AutoCloseable {
           errorType(status));
     } else if (failure instanceof IllegalArgumentException) {
       HttpServerRelay.sendError(exchange, 400, failure.getMessage(), "invalid_request_error");
+    } else if (failure instanceof UnsupportedOperationException) { // local tokenization, no fallback: images, …
+      HttpServerRelay.sendError(exchange, 400, "This gateway tokenizes locally and cannot count this prompt ("
+          + failure.getMessage() + "); start it with --tokenizer-fallback worker to ask a worker's /tokenize.",
+          "invalid_request_error");
     } else if (failure instanceof IOException) {
       HttpServerRelay.sendError(exchange, 502, "No worker could be reached: " + failure, "upstream_error");
     } else {
@@ -372,6 +396,9 @@ public final class Gateway implements AutoCloseable {
     }
     executor.shutdownNow();
     registry.close();
+    if (localTokenizer != null) {
+      localTokenizer.close();
+    }
   }
 
   // ---- command line ----
@@ -457,6 +484,8 @@ public final class Gateway implements AutoCloseable {
     List<WorkerSpec> workers = new ArrayList<>();
     String policy = "kvAware";
     TokenizerMode tokenizer = TokenizerMode.WORKER;
+    Path tokenizerDir = null;
+    boolean tokenizerFallback = false;
     String host = "127.0.0.1";
     int port = 8080;
     int metricsPort = -1;
@@ -475,11 +504,25 @@ public final class Gateway implements AutoCloseable {
           policy = value;
         }
         case "--tokenizer" -> {
-          try {
-            tokenizer = TokenizerMode.valueOf(value.toUpperCase(Locale.ROOT));
-          } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("--tokenizer must be worker or ids but was " + value);
+          switch (value) {
+            case "worker", "remote" -> tokenizer = TokenizerMode.WORKER;
+            case "ids" -> tokenizer = TokenizerMode.IDS;
+            default -> {
+              Path dir = Path.of(value);
+              if (!Files.isDirectory(dir)) {
+                throw new IllegalArgumentException("--tokenizer must be a model directory (tokenizer.json and "
+                    + "tokenizer_config.json), worker or ids, but " + value + " is none of these");
+              }
+              tokenizer = TokenizerMode.LOCAL;
+              tokenizerDir = dir;
+            }
           }
+        }
+        case "--tokenizer-fallback" -> {
+          if (!value.equals("worker") && !value.equals("none")) {
+            throw new IllegalArgumentException("--tokenizer-fallback must be worker or none but was " + value);
+          }
+          tokenizerFallback = value.equals("worker");
         }
         case "--host" -> host = value;
         case "--port" -> port = intFlag(flag, value, 0, 65535);
@@ -495,7 +538,11 @@ public final class Gateway implements AutoCloseable {
     if (workers.stream().map(WorkerSpec::name).distinct().count() != workers.size()) {
       throw new IllegalArgumentException("--worker names must be distinct");
     }
-    return new Options(List.copyOf(workers), policy, tokenizer, host, port, metricsPort, blockSize, scrape);
+    if (tokenizerFallback && tokenizer != TokenizerMode.LOCAL) {
+      throw new IllegalArgumentException("--tokenizer-fallback worker needs --tokenizer DIR");
+    }
+    return new Options(List.copyOf(workers), policy, tokenizer, tokenizerDir, tokenizerFallback, host, port,
+        metricsPort, blockSize, scrape);
   }
 
   private static int intFlag(String flag, String value, int min, int max) {
@@ -519,7 +566,11 @@ public final class Gateway implements AutoCloseable {
         "                           topic (default: all), ranks= data-parallel ranks, model= the model it serves",
         "  --policy kvAware         one of " + String.join(", ", ArticleExperiment.POLICIES.keySet()),
         "                           (workers without events= are seen only through approximate's predictions)",
-        "  --tokenizer worker       worker: the engines' POST /tokenize; ids: token-id prompts only",
+        "  --tokenizer DIR          tokenize in the gateway with the model's tokenizer.json and chat template (the",
+        "                           directory vLLM serves); worker (the default): the engines' POST /tokenize;",
+        "                           ids: token-id prompts only",
+        "  --tokenizer-fallback none  worker: with --tokenizer DIR, a worker's /tokenize counts what the gateway",
+        "                           cannot (image parts, a request's own chat_template)",
         "  --host 127.0.0.1         address to bind (0.0.0.0 for all interfaces)",
         "  --port 8080              the OpenAI-compatible port (0: any free port)",
         "  --metrics-port N         serve Prometheus text at http://host:N/metrics (default: off)",
@@ -557,6 +608,12 @@ public final class Gateway implements AutoCloseable {
       System.out.println("worker " + w.name() + ": " + w.http() + (w.events() == null ? ", no KV events"
           : ", KV events " + w.events()));
     }
+    System.out.println("tokenizer: " + switch (options.tokenizer()) {
+      case LOCAL -> gateway.localTokenizer + (options.tokenizerFallback() ? ", a worker's /tokenize for what it "
+          + "cannot count" : "");
+      case WORKER -> "the workers' POST /tokenize";
+      case IDS -> "token-id prompts only";
+    });
     System.out.println("kvroute gateway (" + options.policy() + ") listening on http://" + options.host() + ":"
         + gateway.port() + "/v1" + (gateway.metricsPort() < 0 ? ""
         : ", metrics on http://" + options.host() + ":" + gateway.metricsPort() + "/metrics"));

@@ -105,7 +105,7 @@ public final class NetworkedGateway {
     ExecutorService clients = Executors.newFixedThreadPool(concurrency);
     try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(router.eventSink()).build()) {
       for (int w = 0; w < workers; w++) {
-        SimServer server = SimServer.newBuilder().engine(engine).speedup(speedup).start();
+        SimServer server = SimServer.newBuilder().engine(engine).speedup(speedup).build();
         servers.add(server);
         WorkerId id = WorkerId.of("sim-" + w);
         router.addWorker(Worker.of(id, server.baseUri()));

@@ -49,7 +49,7 @@ public final class RunSimulators {
           .kvEventsEndpoint("tcp://127.0.0.1:" + (eventsPort == 0 ? 0 : eventsPort + w))
           .kvEventsReplayEndpoint("tcp://127.0.0.1:" + (eventsPort == 0 ? 0 : eventsPort + 100 + w))
           .speedup(speedup)
-          .start());
+          .build());
     }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -10,6 +10,8 @@ import io.kvroute.WorkerId;
 import io.kvroute.openai.internal.Json;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
+import io.kvroute.testkit.Await;
+import io.kvroute.testkit.SseEvents;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -24,7 +26,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -52,7 +53,7 @@ class GatewayEndToEndTest {
     List<String> args = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
       SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName(MODEL).build())
-          .speedup(50).start();
+          .speedup(50).build();
       sims.add(sim);
       args.add("--worker");
       args.add("sim-" + i + "=" + sim.baseUri() + ",events=" + sim.kvEventsEndpoint() + ",replay="
@@ -104,17 +105,9 @@ class GatewayEndToEndTest {
     StringBuilder text = new StringBuilder();
     int deltas = 0;
     long cached = -1;
-    boolean done = false;
-    try (BufferedReader reader = new BufferedReader(new InputStreamReader(response.body(), StandardCharsets.UTF_8))) {
-      for (String line = reader.readLine(); line != null; line = reader.readLine()) {
-        if (!line.startsWith("data: ")) {
-          continue;
-        }
-        String data = line.substring(6);
-        if (data.equals("[DONE]")) {
-          done = true;
-          continue;
-        }
+    boolean done;
+    try (SseEvents events = new SseEvents(response.body())) {
+      for (String data = events.next(); data != null; data = events.next()) {
         Map<?, ?> chunk = (Map<?, ?>) Json.parse(data);
         if (chunk.get("error") != null) {
           fail("error event: " + data);
@@ -131,20 +124,11 @@ class GatewayEndToEndTest {
           cached = (Long) ((Map<?, ?>) usage.get("prompt_tokens_details")).get("cached_tokens");
         }
       }
+      done = events.done();
     }
     assertTrue(done, "the stream ended with [DONE]");
     return new Streamed(response.headers().firstValue("X-Kvroute-Worker").orElseThrow(), text.toString(), deltas,
         cached);
-  }
-
-  private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + 20_000_000_000L;
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        fail("timed out waiting for " + what);
-      }
-      Thread.sleep(5);
-    }
   }
 
   @Test
@@ -169,7 +153,8 @@ class GatewayEndToEndTest {
     assertEquals(6, first.content().trim().split(" ").length, first.content());
     routed.merge(first.worker(), 1, Integer::sum);
     WorkerId holder = WorkerId.of(first.worker());
-    await(() -> gateway.router().indexer().entriesOf(holder) >= 400 / 16, "the prefix's blocks in the index");
+    Await.until(() -> gateway.router().indexer().entriesOf(holder) >= 400 / 16,
+        () -> "the prefix's blocks in the index");
 
     // The same prefix again goes to that worker, whose engine reports the prefix as cached.
     for (int i = 0; i < 3; i++) {
@@ -239,7 +224,7 @@ class GatewayEndToEndTest {
   @Test
   void withTokenIdsOnlyTheGatewayRoutesWithoutTokenizing() throws Exception {
     SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName(MODEL).build())
-        .kvEvents(false).speedup(50).start();
+        .kvEvents(false).speedup(50).build();
     sims.add(sim);
     gateway = Gateway.start(Gateway.parse(new String[] {"--worker", "only=" + sim.baseUri(), "--tokenizer", "ids",
         "--port", "0", "--scrape-interval-ms", "0"}));
@@ -371,7 +356,12 @@ class GatewayEndToEndTest {
     if (rest.endsWith("&")) {
       rest = rest.substring(0, rest.length() - 1).trim();
     }
-    return List.of(rest.split(" "));
+    List<String> args = new ArrayList<>();
+    for (String arg : rest.split(" ")) {
+      // the README runs from the repository root, the test from examples/
+      args.add(arg.startsWith("tokenizers/") ? Path.of("..", arg).toString() : arg);
+    }
+    return args;
   }
 
   private static int freePort() {
@@ -400,5 +390,17 @@ class GatewayEndToEndTest {
         "--policy", "nope"}));
     assertThrows(IllegalArgumentException.class, () -> Gateway.parse(new String[] {"--worker", "a=http://x:1",
         "--worker", "a=http://y:1"}));
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> Gateway.parse(new String[] {"--worker",
+        "a=http://x:1", "--tokenizer", "/no/such/model"})).getMessage().contains(
+            "--tokenizer must be a model directory (tokenizer.json and tokenizer_config.json), worker or ids"));
+    assertEquals("--tokenizer-fallback worker needs --tokenizer DIR", assertThrows(IllegalArgumentException.class,
+        () -> Gateway.parse(new String[] {"--worker", "a=http://x:1", "--tokenizer-fallback", "worker"}))
+        .getMessage());
+    Gateway.Options local = Gateway.parse(new String[] {"--worker", "a=http://x:1", "--tokenizer",
+        "../tokenizers/src/test/resources/io/kvroute/tokenizers/fixtures/qwen3", "--tokenizer-fallback", "worker"});
+    assertEquals(Gateway.TokenizerMode.LOCAL, local.tokenizer());
+    assertTrue(local.tokenizerFallback());
+    assertEquals(Gateway.TokenizerMode.WORKER, Gateway.parse(new String[] {"--worker", "a=http://x:1",
+        "--tokenizer", "remote"}).tokenizer());
   }
 }

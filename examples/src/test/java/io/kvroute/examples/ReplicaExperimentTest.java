@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvroute.testkit.NatsServer;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -31,8 +32,8 @@ class ReplicaExperimentTest {
 
   @Test
   void syncOverARealNatsServerSendsAtLeastEachBookingsLoadKeys() throws Exception {
-    Assumptions.assumeTrue(LocalNatsServer.findBinary().isPresent(), LocalNatsServer.INSTALL_HINT);
-    try (LocalNatsServer server = LocalNatsServer.start()) {
+    Assumptions.assumeTrue(NatsServer.findBinary().isPresent(), NatsServer.INSTALL_HINT);
+    try (NatsServer server = NatsServer.start()) {
       ReplicaExperiment.Options options = ReplicaExperiment.Options.parse(new String[] {"--kinds", "7",
           "--policies", "kvAware", "--replicas", "2", "--sync", "nats", "--runs", "1", "--requests", "48"});
       ReplicaExperiment.Row row = ReplicaExperiment.run(options, server.url(), QUIET).get(0);
@@ -62,5 +63,28 @@ class ReplicaExperimentTest {
         () -> ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "0"}));
     assertThrows(IllegalArgumentException.class,
         () -> ReplicaExperiment.Options.parse(new String[] {"--policies", "magic"}));
+  }
+
+  /**
+   * The warm quantile leaves out the first {@code skip} routings and takes the nearest rank of the rest: with
+   * skip 3 and first tokens of 10..100 ms for routings 1..10 (in order), p50 of the last seven (40..100) is 70.
+   */
+  @Test
+  void warmTtftLeavesOutTheColdStartWave() {
+    ReplicaExperiment.WarmTtft warm = new ReplicaExperiment.WarmTtft(3, 10);
+    io.kvroute.Router router = io.kvroute.Router.newBuilder().build();
+    router.addWorker(io.kvroute.Worker.of(io.kvroute.WorkerId.of("w")));
+    java.util.List<io.kvroute.Routing> routings = new java.util.ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      io.kvroute.Routing r = router.select(new int[] {i + 1});
+      routings.add(r);
+      warm.onRouted(r);
+    }
+    for (int i = 9; i >= 0; i--) { // first tokens in any order
+      warm.onFirstToken(routings.get(i), (i + 1) * 10_000_000L);
+    }
+    assertEquals(70.0, warm.millis(0.5), 1e-9);
+    assertEquals(100.0, warm.millis(0.99), 1e-9);
+    assertEquals(40.0, warm.millis(0), 1e-9);
   }
 }

@@ -1,11 +1,13 @@
 package io.kvroute.jmh;
 
 import io.kvroute.KvEvent;
+import io.kvroute.KvEventColumns;
 import io.kvroute.KvEventSink;
 import io.kvroute.KvIndex;
 import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.events.zmq.BatchHeader;
 import io.kvroute.events.zmq.DecodedBatch;
 import io.kvroute.events.zmq.KvEventCodec;
 import java.util.List;
@@ -72,6 +74,7 @@ public class IngestionBenchmark {
   byte[][] payloads;
   List<List<KvEvent>> decoded;
   int[] eventCounts;
+  final KvEventColumns columns = new KvEventColumns();
   int next;
 
   @Setup(Level.Trial)
@@ -131,6 +134,32 @@ public class IngestionBenchmark {
     int i = advance();
     work.add(eventCounts[i]);
     return KvEventCodec.decode(payloads[i]);
+  }
+
+  /**
+   * Decodes one batch straight into reused columns ({@link KvEventCodec#decodeInto}) and applies them
+   * ({@link KvEventSink#applyColumns}): the subscriber's path after the socket, without event objects.
+   */
+  @Benchmark
+  public int decodeIntoIndex(Work work) {
+    int i = advance();
+    byte[] payload = payloads[i];
+    columns.clear();
+    KvEventCodec.decodeInto(payload, 0, payload.length, columns);
+    sink.applyColumns(senders[i], columns);
+    work.add(columns.size());
+    return columns.size();
+  }
+
+  /** Decodes one batch into reused columns without applying it: the columnar codec's share and its garbage. */
+  @Benchmark
+  public BatchHeader decodeColumns(Work work) {
+    int i = advance();
+    byte[] payload = payloads[i];
+    columns.clear();
+    BatchHeader header = KvEventCodec.decodeInto(payload, 0, payload.length, columns);
+    work.add(columns.size());
+    return header;
   }
 
   private int advance() {

@@ -97,7 +97,7 @@ public class TokenizeBenchmark {
     history = h.toString();
     cached.tokenizeRequest(next());
     sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build()).kvEvents(false)
-        .speedup(1000).start();
+        .speedup(1000).build();
     remote = OkHttpTokenizer.newBuilder().endpoint(sim.baseUri()).build();
   }
 

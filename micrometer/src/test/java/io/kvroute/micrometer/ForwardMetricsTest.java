@@ -28,7 +28,7 @@ class ForwardMetricsTest {
     Router router = Router.newBuilder().build();
     RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).build();
     try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
-        .kvEvents(false).speedup(50).start()) {
+        .kvEvents(false).speedup(50).build()) {
       router.addWorker(Worker.newBuilder(WorkerId.of("w")).endpoint(Worker.HTTP, sim.baseUri()).model("m").build());
       long bytes = 0;
       for (int i = 0; i < 3; i++) {

@@ -28,7 +28,7 @@ class ScrapeMetricsTest {
       dead = URI.create("http://127.0.0.1:" + socket.getLocalPort());
     }
     try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
-        .kvEvents(false).start()) {
+        .kvEvents(false).build()) {
       router.addWorker(Worker.of(WorkerId.of("live"), sim.baseUri()));
       router.addWorker(Worker.of(WorkerId.of("dead"), dead));
       try (EngineMetricsScraper scraper = EngineMetricsScraper.newBuilder(router).listener(metrics).build()) {

@@ -43,6 +43,9 @@ public final class MooncakeTrace implements Workload {
   /**
    * Reads a trace with 512-token blocks.
    *
+   * @param file a Mooncake trace: one JSON object per line with {@code timestamp}, {@code input_length},
+   *     {@code output_length} and {@code hash_ids}
+   * @return the trace's requests, in file order
    * @throws IOException if the file cannot be read
    * @throws IllegalArgumentException naming the line if a line is malformed
    */
@@ -53,6 +56,11 @@ public final class MooncakeTrace implements Workload {
   /**
    * Reads at most {@code maxRequests} requests of a trace whose hash ids stand for {@code blockTokens} tokens.
    *
+   * @param file a Mooncake trace: one JSON object per line with {@code timestamp}, {@code input_length},
+   *     {@code output_length} and {@code hash_ids}
+   * @param blockTokens tokens each hash id stands for, positive (512 in Mooncake's published traces)
+   * @param maxRequests the most requests to read, positive
+   * @return the first {@code maxRequests} requests of the trace, in file order
    * @throws IOException if the file cannot be read
    * @throws IllegalArgumentException naming the line if a line is malformed, or if an argument is not positive
    */
@@ -118,32 +126,59 @@ public final class MooncakeTrace implements Workload {
     return l;
   }
 
-  /** The number of requests. */
+  /**
+   * The number of requests.
+   *
+   * @return the request count, zero or more
+   */
   public int size() {
     return hashIds.length;
   }
 
-  /** When request {@code index} arrives, in nanoseconds after the first one. */
+  /**
+   * When request {@code index} arrives, in nanoseconds after the first one.
+   *
+   * @param index the request's position, from 0 to {@code size() - 1}
+   * @return nanoseconds after the first request's arrival, zero or more
+   */
   public long arrivalNanos(int index) {
     return arrivalNanos[index];
   }
 
-  /** Request {@code index}'s hash ids, one per {@link #blockTokens()} block (equal ids: equal prefixes). */
+  /**
+   * Request {@code index}'s hash ids, one per {@link #blockTokens()} block (equal ids: equal prefixes).
+   *
+   * @param index the request's position, from 0 to {@code size() - 1}
+   * @return a copy of the hash ids, in prompt order
+   */
   public long[] hashIds(int index) {
     return hashIds[index].clone();
   }
 
-  /** Request {@code index}'s prompt length in tokens. */
+  /**
+   * Request {@code index}'s prompt length in tokens.
+   *
+   * @param index the request's position, from 0 to {@code size() - 1}
+   * @return the prompt length in tokens, positive
+   */
   public int inputLength(int index) {
     return inputLength[index];
   }
 
-  /** Tokens per hash id. */
+  /**
+   * Tokens per hash id.
+   *
+   * @return tokens per hash id, positive
+   */
   public int blockTokens() {
     return blockTokens;
   }
 
-  /** Whether every request starts with the same hash id (a shared system prompt: every request "hits"). */
+  /**
+   * Whether every request starts with the same hash id (a shared system prompt: every request "hits").
+   *
+   * @return true if all requests have the same first hash id
+   */
   public boolean everyRequestSharesTheFirstBlock() {
     for (long[] ids : hashIds) {
       if (ids[0] != hashIds[0][0]) {
@@ -153,7 +188,11 @@ public final class MooncakeTrace implements Workload {
     return true;
   }
 
-  /** The largest prompt plus output length in the trace, to size engines. */
+  /**
+   * The largest prompt plus output length in the trace, to size engines.
+   *
+   * @return the largest {@code input_length + output_length}, in tokens
+   */
   public int maxSequenceTokens() {
     int max = 0;
     for (int i = 0; i < inputLength.length; i++) {

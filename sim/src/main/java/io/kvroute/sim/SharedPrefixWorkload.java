@@ -55,32 +55,58 @@ public final class SharedPrefixWorkload implements Workload {
     }
   }
 
-  /** The article's workload with {@code prefixKinds} kinds and the given seed. */
+  /**
+   * The article's workload with {@code prefixKinds} kinds and the given seed.
+   *
+   * @param prefixKinds the number of distinct shared prefixes, positive
+   * @param seed seeds the kind draws and tails
+   * @return the workload
+   */
   public static SharedPrefixWorkload article(int prefixKinds, long seed) {
     return newBuilder().prefixKinds(prefixKinds).seed(seed).build();
   }
 
-  /** A builder with the article's defaults. */
+  /**
+   * A builder with the article's defaults.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
 
-  /** The number of distinct shared prefixes. */
+  /**
+   * The number of distinct shared prefixes.
+   *
+   * @return the kind count, positive
+   */
   public int prefixKinds() {
     return prefixKinds;
   }
 
-  /** Tokens per shared prefix. */
+  /**
+   * Tokens per shared prefix.
+   *
+   * @return the token count, zero or more
+   */
   public int prefixTokens() {
     return prefixTokens;
   }
 
-  /** Tokens per unique tail. */
+  /**
+   * Tokens per unique tail.
+   *
+   * @return the token count, positive
+   */
   public int tailTokens() {
     return tailTokens;
   }
 
-  /** Output tokens per request. */
+  /**
+   * Output tokens per request.
+   *
+   * @return the token count, positive
+   */
   public int outputTokens() {
     return outputTokens;
   }
@@ -88,6 +114,9 @@ public final class SharedPrefixWorkload implements Workload {
   /**
    * The prefix kind of request {@code index}: uniform over the kinds, or with a Zipf exponent {@code s > 0}, kind
    * {@code k} with probability proportional to {@code (k + 1)^-s} (kind 0 the most popular).
+   *
+   * @param index the request's position, zero or more
+   * @return the kind, from 0 to {@code prefixKinds() - 1}
    */
   public int kind(int index) {
     SplittableRandom random = new SplittableRandom(seed * 0x9e3779b97f4a7c15L + index);
@@ -103,7 +132,12 @@ public final class SharedPrefixWorkload implements Workload {
     return prefixKinds - 1;
   }
 
-  /** The probability of kind {@code k}. */
+  /**
+   * The probability of kind {@code k}.
+   *
+   * @param k the kind, from 0 to {@code prefixKinds() - 1}
+   * @return the probability, from 0 to 1
+   */
   public double kindProbability(int k) {
     return k == 0 ? cumulative[0] : cumulative[k] - cumulative[k - 1];
   }
@@ -119,7 +153,12 @@ public final class SharedPrefixWorkload implements Workload {
     return new SimRequest(prompt, outputTokens, kind);
   }
 
-  /** The prompt of request {@code index} as text; {@link SimTokenizer#encode} gives {@code request(index)}'s tokens. */
+  /**
+   * The prompt of request {@code index} as text; {@link SimTokenizer#encode} gives {@code request(index)}'s tokens.
+   *
+   * @param index the request's position, zero or more
+   * @return the shared prefix's text, a space and the request's own tail
+   */
   public String promptText(int index) {
     requireIndex(index);
     return prefixText(kind(index)) + " " + tailText(index);
@@ -169,6 +208,8 @@ public final class SharedPrefixWorkload implements Workload {
     /**
      * Draws kinds from a Zipf distribution with this exponent instead of uniformly; 0 (the default) is uniform.
      *
+     * @param exponent the Zipf exponent, finite and zero or more
+     * @return this builder
      * @throws IllegalArgumentException if negative or not finite
      */
     public Builder zipfExponent(double exponent) {
@@ -179,13 +220,22 @@ public final class SharedPrefixWorkload implements Workload {
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code prefixKinds} is not positive */
+    /**
+     * @param prefixKinds the number of distinct shared prefixes, positive (default 7)
+     * @return this builder
+     * @throws IllegalArgumentException if {@code prefixKinds} is not positive
+     */
     public Builder prefixKinds(int prefixKinds) {
       this.prefixKinds = positive(prefixKinds, "prefixKinds");
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code prefixTokens} is negative */
+    /**
+     * @param prefixTokens tokens per shared prefix, zero or more (default
+     *     {@link SharedPrefixWorkload#ARTICLE_PREFIX_TOKENS})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code prefixTokens} is negative
+     */
     public Builder prefixTokens(int prefixTokens) {
       if (prefixTokens < 0) {
         throw new IllegalArgumentException("prefixTokens must not be negative but was " + prefixTokens);
@@ -194,30 +244,53 @@ public final class SharedPrefixWorkload implements Workload {
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code tailTokens} is not positive */
+    /**
+     * @param tailTokens tokens per unique tail, positive (default {@link SharedPrefixWorkload#ARTICLE_TAIL_TOKENS})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code tailTokens} is not positive
+     */
     public Builder tailTokens(int tailTokens) {
       this.tailTokens = positive(tailTokens, "tailTokens");
       return this;
     }
 
-    /** @throws IllegalArgumentException if {@code outputTokens} is not positive */
+    /**
+     * @param outputTokens output tokens per request, positive (default
+     *     {@link SharedPrefixWorkload#DEFAULT_OUTPUT_TOKENS})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code outputTokens} is not positive
+     */
     public Builder outputTokens(int outputTokens) {
       this.outputTokens = positive(outputTokens, "outputTokens");
       return this;
     }
 
-    /** Seeds the kind draws and tails. */
+    /**
+     * Seeds the kind draws and tails.
+     *
+     * @param seed any value (default 42); the same seed gives the same requests
+     * @return this builder
+     */
     public Builder seed(long seed) {
       this.seed = seed;
       return this;
     }
 
-    /** @throws NullPointerException if {@code tokenizer} is null */
+    /**
+     * @param tokenizer the tokenizer giving the requests' tokens (default {@link SimTokenizer#standard()})
+     * @return this builder
+     * @throws NullPointerException if {@code tokenizer} is null
+     */
     public Builder tokenizer(SimTokenizer tokenizer) {
       this.tokenizer = java.util.Objects.requireNonNull(tokenizer, "tokenizer");
       return this;
     }
 
+    /**
+     * Builds the workload.
+     *
+     * @return a new immutable workload
+     */
     public SharedPrefixWorkload build() {
       return new SharedPrefixWorkload(this);
     }

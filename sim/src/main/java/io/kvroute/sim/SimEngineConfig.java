@@ -6,8 +6,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The shape of one simulated engine: its paged KV cache, batching limits, engine-side hash seed and timing; an
- * immutable value, thread-safe. Build one with {@link #newBuilder()}; {@link #ofDefaults()} is a vLLM-like engine
- * with 16-token blocks and the article's 585-block (1 GiB) cache.
+ * immutable value, thread-safe. Build one with {@link #newBuilder()}; {@link #DEFAULT} is a vLLM-like engine with
+ * 16-token blocks and the article's 585-block (1 GiB) cache.
  */
 public final class SimEngineConfig {
   /** vLLM's default block size. */
@@ -22,6 +22,12 @@ public final class SimEngineConfig {
   public static final int DEFAULT_MAX_TOKENS = 64;
 
   private static final long PROCESS_HASH_SEED = new SecureRandom().nextLong();
+
+  /**
+   * The default engine: vLLM-like, with 16-token blocks and the article's 585-block (1 GiB) cache (declared after
+   * the process's hash seed, which it uses).
+   */
+  public static final SimEngineConfig DEFAULT = newBuilder().build();
 
   private final int blockSize;
   private final int numBlocks;
@@ -54,9 +60,15 @@ public final class SimEngineConfig {
     return new Builder();
   }
 
-  /** The default engine. */
+  /**
+   * The default engine.
+   *
+   * @return {@link #DEFAULT}
+   * @deprecated since 0.2.0, use {@link #DEFAULT}, as kvroute's other configurations
+   */
+  @Deprecated(since = "0.2.0", forRemoval = true)
   public static SimEngineConfig ofDefaults() {
-    return newBuilder().build();
+    return DEFAULT;
   }
 
   /** A builder starting from this configuration. */

@@ -1,6 +1,11 @@
 package io.kvroute.sim;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.InvocationTargetException;
+import java.nio.file.Path;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
@@ -13,8 +18,14 @@ import java.util.concurrent.CountDownLatch;
  * <pre>{@code
  * java -cp <kvroute-sim and its dependencies> io.kvroute.sim.SimMain [--port 0] [--events-port 0]
  *     [--replay-port 0] [--no-events] [--blocks 585] [--speedup 1] [--model kvroute-sim] [--max-tokens 64]
- *     [--log-requests]
+ *     [--log-requests] [--tokenizer DIR]
  * }</pre>
+ *
+ * <p>{@code --tokenizer DIR} tokenizes text prompts and chats with the model directory's {@code tokenizer.json} and
+ * chat template (kvroute-tokenizers' {@code HfTokenizer}, which must be on the class path: the examples jar has
+ * it), as vLLM serving that model would, instead of {@link SimTokenizer}: a gateway that tokenizes locally with the
+ * same files then predicts the block hashes the simulator caches. kvroute-tokenizers is found at run time, not
+ * declared: it depends on transport-okhttp, whose tests run this simulator.
  *
  * <p>Port 0 (the default) picks a free port. Once serving, it prints one line to standard output:
  * {@code READY http=http://127.0.0.1:P events=tcp://127.0.0.1:E replay=tcp://127.0.0.1:R model=M} ({@code events=-}
@@ -41,13 +52,13 @@ public final class SimMain {
     } catch (IllegalArgumentException e) {
       System.err.println("SimMain: " + e.getMessage());
       System.err.println("usage: SimMain [--port P] [--events-port P] [--replay-port P] [--no-events] [--blocks N]"
-          + " [--speedup X] [--model NAME] [--max-tokens N] [--log-requests]");
+          + " [--speedup X] [--model NAME] [--max-tokens N] [--log-requests] [--tokenizer DIR]");
       System.exit(2);
       return;
     }
     SimServer server;
     try {
-      server = builder.start();
+      server = builder.build();
     } catch (IOException | RuntimeException e) {
       System.err.println("SimMain: cannot start: " + e);
       System.exit(1);
@@ -107,6 +118,7 @@ public final class SimMain {
       case "--max-tokens" -> engine.defaultMaxTokens(intValue(args, ++i, option));
       case "--model" -> engine.modelName(value(args, ++i, option));
       case "--host" -> value(args, ++i, option);
+      case "--tokenizer" -> server.requestTokenizer(loadTokenizer(value(args, ++i, option)));
       case "--speedup" -> {
         String v = value(args, ++i, option);
         try {
@@ -118,6 +130,47 @@ public final class SimMain {
       default -> throw new IllegalArgumentException(option + " is not an option");
     }
     return i;
+  }
+
+  /** kvroute-tokenizers' tokenizer, looked up at run time (see the class comment). */
+  static final String HF_TOKENIZER = "io.kvroute.tokenizers.HfTokenizer";
+
+  /**
+   * Loads {@code HfTokenizer.load(dir)} and adapts its {@code tokenizeRequest(byte[])}.
+   *
+   * @throws IllegalArgumentException if kvroute-tokenizers is not on the class path or the directory does not load
+   */
+  static RequestTokenizer loadTokenizer(String dir) {
+    Class<?> type;
+    try {
+      type = Class.forName(HF_TOKENIZER);
+    } catch (ClassNotFoundException e) {
+      throw new IllegalArgumentException("--tokenizer needs kvroute-tokenizers on the class path (the examples "
+          + "jar has it)");
+    }
+    Object tokenizer;
+    MethodHandle tokenize;
+    try {
+      tokenizer = type.getMethod("load", Path.class).invoke(null, Path.of(dir));
+      tokenize = MethodHandles.publicLookup().findVirtual(type, "tokenizeRequest",
+          MethodType.methodType(int[].class, byte[].class)).bindTo(tokenizer);
+    } catch (InvocationTargetException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      throw new IllegalArgumentException("--tokenizer " + dir + ": " + cause.getMessage(), cause);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalArgumentException("--tokenizer: " + HF_TOKENIZER + " has no load(Path) or "
+          + "tokenizeRequest(byte[]): " + e, e);
+    }
+    MethodHandle bound = tokenize;
+    return body -> {
+      try {
+        return (int[]) bound.invokeExact(body);
+      } catch (RuntimeException | Error e) {
+        throw e;
+      } catch (Throwable t) {
+        throw new IllegalStateException(t);
+      }
+    };
   }
 
   private static String value(String[] args, int i, String option) {

@@ -11,6 +11,9 @@ import java.util.Objects;
  */
 public record SimRequest(int[] promptTokens, int maxTokens, int prefixGroup) {
   /**
+   * @param promptTokens the prompt's token ids
+   * @param maxTokens output tokens to generate
+   * @param prefixGroup the workload's name for the request's shared prefix (for example its prefix kind), or -1
    * @throws NullPointerException if {@code promptTokens} is null
    * @throws IllegalArgumentException if the prompt is empty or {@code maxTokens} is not positive
    */

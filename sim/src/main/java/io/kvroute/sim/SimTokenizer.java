@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.openai.ChatMessage;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
@@ -157,24 +158,5 @@ public final class SimTokenizer {
   @Override
   public String toString() {
     return "SimTokenizer{vocabularySize=" + vocabularySize + "}";
-  }
-
-  /**
-   * One chat message; an immutable value.
-   *
-   * @param role {@code system}, {@code user}, {@code assistant} or any other role name
-   * @param content the message text
-   */
-  public record ChatMessage(String role, String content) {
-    /** @throws NullPointerException if an argument is null */
-    public ChatMessage {
-      Objects.requireNonNull(role, "role");
-      Objects.requireNonNull(content, "content");
-    }
-
-    /** A user message. */
-    public static ChatMessage user(String content) {
-      return new ChatMessage("user", content);
-    }
   }
 }

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.PriorityQueue;
+import java.util.SplittableRandom;
 import java.util.function.Function;
 import java.util.function.IntToLongFunction;
 import org.jspecify.annotations.Nullable;
@@ -56,6 +57,8 @@ public final class Simulation {
   private final @Nullable Runnable periodicTask;
   private final Map<Integer, SimEngineConfig> workerEngines;
   private final List<long[]> outages;
+  private final long clientJitterNanos;
+  private final long clientJitterSeed;
 
   private Simulation(Builder b) {
     this.engine = b.engine;
@@ -72,6 +75,8 @@ public final class Simulation {
     this.periodicTask = b.periodicTask;
     this.workerEngines = Map.copyOf(b.workerEngines);
     this.outages = List.copyOf(b.outages);
+    this.clientJitterNanos = b.clientJitter.toNanos();
+    this.clientJitterSeed = b.clientJitterSeed;
   }
 
   /** A builder; {@link Builder#workload} and {@link Builder#router} are required. */
@@ -119,6 +124,7 @@ public final class Simulation {
     private final boolean[] removed = new boolean[workers];
     private final Map<WorkerId, Integer> indexOf = new HashMap<>();
     private final SimulationResult.Recorder recorder = new SimulationResult.Recorder(requests, workers);
+    private final SplittableRandom jitter = new SplittableRandom(clientJitterSeed);
     private long now;
     private long seq;
     private int issued;
@@ -149,7 +155,7 @@ public final class Simulation {
       }
       if (arrivals == null) {
         for (int c = 0; c < concurrency; c++) {
-          schedule(0, SEND, c, null);
+          schedule(clientDelay(), SEND, c, null);
         }
       } else {
         long previous = 0;
@@ -275,11 +281,16 @@ public final class Simulation {
           recorder.finished(index, worker, request.prefixGroup(), r.numPromptTokens, r.cachedPromptTokens,
               routing.predictedCachedTokens(), now - sentAt, now);
           if (arrivals == null) {
-            schedule(now, SEND, 0, null); // closed loop: this client sends its next request
+            schedule(now + clientDelay(), SEND, 0, null); // closed loop: this client sends its next request
           }
         }
       });
       kick(worker);
+    }
+
+    /** A closed-loop client's wait before it sends: 0, or uniform in [0, clientJitter). */
+    private long clientDelay() {
+      return clientJitterNanos == 0 ? 0 : jitter.nextLong(clientJitterNanos);
     }
 
     private void kick(int worker) {
@@ -303,7 +314,7 @@ public final class Simulation {
 
   /** Builds a {@link Simulation}; not thread-safe. */
   public static final class Builder {
-    private SimEngineConfig engine = SimEngineConfig.ofDefaults();
+    private SimEngineConfig engine = SimEngineConfig.DEFAULT;
     private int workers = 6;
     private int concurrency = 8;
     private int requests = 240;
@@ -317,6 +328,8 @@ public final class Simulation {
     private int replicas = 1;
     private Duration periodicInterval = Duration.ZERO;
     private @Nullable Runnable periodicTask;
+    private Duration clientJitter = Duration.ZERO;
+    private long clientJitterSeed;
 
     private Builder() {}
 
@@ -376,6 +389,25 @@ public final class Simulation {
       }
       this.periodicInterval = interval;
       this.periodicTask = Objects.requireNonNull(task, "task");
+      return this;
+    }
+
+    /**
+     * Makes each closed-loop client wait a random time, uniform in {@code [0, max)} and drawn from a generator seeded
+     * with {@code seed}, before each of its requests, the first included (default zero: all clients start at once and
+     * send the next request the instant the previous one finished). Without it, clients whose requests finish in the
+     * same engine step send their next ones at the same virtual instant, and a start from idle stays phase-locked
+     * for several rounds: bursts that a real client's own processing and network round trip would spread.
+     *
+     * @throws IllegalArgumentException if {@code max} is negative
+     */
+    public Builder clientJitter(Duration max, long seed) {
+      Objects.requireNonNull(max, "max");
+      if (max.isNegative()) {
+        throw new IllegalArgumentException("clientJitter must not be negative but was " + max);
+      }
+      this.clientJitter = max;
+      this.clientJitterSeed = seed;
       return this;
     }
 

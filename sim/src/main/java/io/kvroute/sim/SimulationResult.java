@@ -89,27 +89,47 @@ public final class SimulationResult {
     return out;
   }
 
-  /** Requests completed. */
+  /**
+   * Requests completed.
+   *
+   * @return the request count
+   */
   public int requests() {
     return requests;
   }
 
-  /** Requests that found at least one cached prompt block. */
+  /**
+   * Requests that found at least one cached prompt block.
+   *
+   * @return the request count, at most {@link #requests()}
+   */
   public int hitRequests() {
     return hitRequests;
   }
 
-  /** The share of requests that found at least one cached prompt block, 0..1. */
+  /**
+   * The share of requests that found at least one cached prompt block, 0..1.
+   *
+   * @return the share, 0 when no request completed
+   */
   public double requestHitRate() {
     return requests == 0 ? 0 : (double) hitRequests / requests;
   }
 
-  /** Prompt tokens served from the prefix cache over all prompt tokens, 0..1. */
+  /**
+   * Prompt tokens served from the prefix cache over all prompt tokens, 0..1.
+   *
+   * @return the ratio, 0 when no request completed
+   */
   public double cachedTokenRatio() {
     return promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;
   }
 
-  /** Prompt tokens the router predicted cached (its matched blocks) over all prompt tokens, 0..1. */
+  /**
+   * Prompt tokens the router predicted cached (its matched blocks) over all prompt tokens, 0..1.
+   *
+   * @return the ratio, 0 when no request completed
+   */
   public double predictedCachedTokenRatio() {
     return promptTokens == 0 ? 0 : (double) predictedCachedTokens / promptTokens;
   }
@@ -117,12 +137,18 @@ public final class SimulationResult {
   /**
    * The router's prediction error: the sum over requests of |predicted - actual cached tokens|, where actual is what
    * the engine reports as {@code usage.prompt_tokens_details.cached_tokens}, over all prompt tokens.
+   *
+   * @return the ratio, zero or more (0 when every prediction was exact)
    */
   public double predictionErrorRatio() {
     return promptTokens == 0 ? 0 : (double) absolutePredictionError / promptTokens;
   }
 
-  /** Prompt tokens the router predicted cached that the engine had to compute (predictions above actual). */
+  /**
+   * Prompt tokens the router predicted cached that the engine had to compute (predictions above actual).
+   *
+   * @return the token count, zero or more
+   */
   public long overPredictedTokens() {
     return overPredictedTokens;
   }
@@ -130,6 +156,8 @@ public final class SimulationResult {
   /**
    * The busiest worker's requests over the mean requests per worker (1.0 is perfect balance), counting every worker
    * of the run.
+   *
+   * @return the ratio, at least 1 when any request completed, else 0
    */
   public double maxMeanLoad() {
     if (requestsPerWorker.length == 0 || requests == 0) {
@@ -142,12 +170,20 @@ public final class SimulationResult {
     return max / ((double) requests / requestsPerWorker.length);
   }
 
-  /** All prompt tokens. */
+  /**
+   * All prompt tokens.
+   *
+   * @return the token count over all completed requests
+   */
   public long promptTokens() {
     return promptTokens;
   }
 
-  /** Prompt tokens served from the prefix cache. */
+  /**
+   * Prompt tokens served from the prefix cache.
+   *
+   * @return the token count, at most {@link #promptTokens()}
+   */
   public long cachedTokens() {
     return cachedTokens;
   }
@@ -155,38 +191,65 @@ public final class SimulationResult {
   /**
    * The time to first token at quantile {@code q} (nearest rank), in milliseconds of virtual time.
    *
+   * @param q the quantile, from 0 to 1 (0.5 the median, 0.99 the 99th percentile)
+   * @return milliseconds, 0 when no request completed
    * @throws IllegalArgumentException if {@code q} is outside [0, 1]
    */
   public double ttftMillis(double q) {
     return quantile(sortedTtftNanos, q) / 1e6;
   }
 
-  /** The end-to-end latency at quantile {@code q} (nearest rank), in milliseconds of virtual time. */
+  /**
+   * The end-to-end latency at quantile {@code q} (nearest rank), in milliseconds of virtual time.
+   *
+   * @param q the quantile, from 0 to 1
+   * @return milliseconds, 0 when no request completed
+   */
   public double latencyMillis(double q) {
     return quantile(sortedLatencyNanos, q) / 1e6;
   }
 
-  /** Completed requests per second of virtual time. */
+  /**
+   * Completed requests per second of virtual time.
+   *
+   * @return requests per second, 0 for an empty run
+   */
   public double throughputPerSecond() {
     return durationNanos == 0 ? 0 : requests * 1e9 / durationNanos;
   }
 
-  /** Virtual time from the first send to the last completion. */
+  /**
+   * Virtual time from the first send to the last completion.
+   *
+   * @return the duration, zero for an empty run
+   */
   public Duration duration() {
     return Duration.ofNanos(durationNanos);
   }
 
-  /** Requests preempted by the engines (cache too full to continue them). */
+  /**
+   * Requests preempted by the engines (cache too full to continue them).
+   *
+   * @return the count, zero or more
+   */
   public long preemptions() {
     return preemptions;
   }
 
-  /** Requests completed by each worker, by worker index. */
+  /**
+   * Requests completed by each worker, by worker index.
+   *
+   * @return a copy, one count per worker in registration order
+   */
   public int[] requestsPerWorker() {
     return requestsPerWorker.clone();
   }
 
-  /** On average over prefix groups, how many distinct workers served requests of one group. */
+  /**
+   * On average over prefix groups, how many distinct workers served requests of one group.
+   *
+   * @return the mean count, 1.0 when each group stayed on one worker
+   */
   public double workersPerPrefixGroup() {
     return workersPerPrefixGroup;
   }

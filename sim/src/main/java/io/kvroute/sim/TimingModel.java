@@ -39,7 +39,14 @@ public record TimingModel(
   /** A model in which every step takes no time (useful for pure cache-behaviour tests). */
   public static final TimingModel ZERO = new TimingModel(0, 0, 0, 0, 0);
 
-  /** @throws IllegalArgumentException if a coefficient is negative or not finite */
+  /**
+   * @param stepOverheadMillis fixed cost of any step (scheduling, sampling, kernel launches)
+   * @param prefillMillisPerToken linear prefill cost per uncached prompt token
+   * @param prefillMillisPerTokenSquared quadratic prefill cost (attention over the chunk)
+   * @param decodeMillisPerSequence cost per decoding sequence in the batch
+   * @param decodeMillisPerKvToken cost per KV token read by the decoding sequences
+   * @throws IllegalArgumentException if a coefficient is negative or not finite
+   */
   public TimingModel {
     check(stepOverheadMillis, "stepOverheadMillis");
     check(prefillMillisPerToken, "prefillMillisPerToken");
@@ -48,7 +55,12 @@ public record TimingModel(
     check(decodeMillisPerKvToken, "decodeMillisPerKvToken");
   }
 
-  /** This model on hardware {@code factor} times slower (every coefficient multiplied by {@code factor}). */
+  /**
+   * This model on hardware {@code factor} times slower (every coefficient multiplied by {@code factor}).
+   *
+   * @param factor the slowdown, finite and positive (below 1 makes the model faster)
+   * @return a new model with every coefficient multiplied by {@code factor}
+   */
   public TimingModel slowerBy(double factor) {
     if (!(factor > 0) || Double.isInfinite(factor)) {
       throw new IllegalArgumentException("factor must be finite and > 0 but was " + factor);
@@ -63,6 +75,7 @@ public record TimingModel(
    * @param prefillTokens uncached prompt tokens computed in the step
    * @param decodeSequences sequences decoding one token in the step
    * @param decodeKvTokens KV tokens held by those sequences
+   * @return the step's duration in nanoseconds, zero when the step does nothing
    */
   public long stepNanos(int prefillTokens, int decodeSequences, long decodeKvTokens) {
     if (prefillTokens == 0 && decodeSequences == 0) {

@@ -6,6 +6,11 @@ package io.kvroute.sim;
  */
 @FunctionalInterface
 public interface Workload {
-  /** The request issued {@code index}-th. */
+  /**
+   * The request issued {@code index}-th.
+   *
+   * @param index the request's position in issue order, from 0
+   * @return the request; the same index always gives the same request
+   */
   SimRequest request(int index);
 }

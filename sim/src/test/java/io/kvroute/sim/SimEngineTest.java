@@ -210,7 +210,7 @@ class SimEngineTest {
         assertNotEquals(r, h);
       }
     }
-    assertNotEquals(SimEngineConfig.ofDefaults().engineHashSeed(), 0L);
+    assertNotEquals(SimEngineConfig.DEFAULT.engineHashSeed(), 0L);
   }
 
   private static long[] firstStoredHashes(long seed, int[] prompt) {

@@ -25,11 +25,21 @@ class SimMainTest {
   }
 
   @Test
+  void tokenizerNeedsKvrouteTokenizersOnTheClassPath() {
+    // the sim's own tests do not have kvroute-tokenizers; tokenizers' SimWithRealTokenizerTest runs the option
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> SimMain.parse(new String[] {"--tokenizer", "/models/qwen3"}, OUT));
+    assertTrue(e.getMessage().contains("kvroute-tokenizers on the class path"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> SimMain.parse(new String[] {"--tokenizer"}, OUT));
+    assertTrue(e.getMessage().contains("--tokenizer needs a value"), e.getMessage());
+  }
+
+  @Test
   void optionsConfigureTheServerAndRequestsAreLogged() throws Exception {
     ByteArrayOutputStream log = new ByteArrayOutputStream();
     PrintStream out = new PrintStream(log, true, StandardCharsets.UTF_8);
     try (SimServer server = SimMain.parse(new String[] {"--model", "m1", "--blocks", "64", "--speedup", "50",
-        "--max-tokens", "2", "--no-events", "--log-requests"}, out).start()) {
+        "--max-tokens", "2", "--no-events", "--log-requests"}, out).build()) {
       assertEquals("m1", server.config().modelName());
       assertEquals(64, server.config().numBlocks());
       assertEquals(null, server.kvEventsEndpoint());

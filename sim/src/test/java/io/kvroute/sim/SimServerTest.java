@@ -12,6 +12,7 @@ import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.kvroute.openai.internal.Json;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -38,7 +39,7 @@ class SimServerTest {
     server = SimServer.newBuilder()
         .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
         .speedup(50)
-        .start();
+        .build();
     client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
   }
 
@@ -145,6 +146,45 @@ class SimServerTest {
     assertTrue(s.body().trim().endsWith("data: [DONE]"));
   }
 
+  /** A configured RequestTokenizer replaces SimTokenizer for text prompts and chats; ids as prompts stay ids. */
+  @Test
+  @SuppressWarnings("unchecked")
+  void aRequestTokenizerTokenizesTextAndChats() throws Exception {
+    // one id per body byte: unlike SimTokenizer's one id per word, so the source of the ids is visible
+    RequestTokenizer bytes = body -> {
+      if (new String(body, StandardCharsets.UTF_8).contains("boom")) {
+        throw new IllegalArgumentException("boom is not a word");
+      }
+      int[] ids = new int[body.length];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = 16 + (body[i] & 0xff);
+      }
+      return ids;
+    };
+    try (SimServer own = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
+        .kvEvents(false).speedup(1000).requestTokenizer(bytes).start()) {
+      String prompt = "{\"prompt\":\"a b\"}";
+      HttpResponse<String> r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/tokenize"))
+          .timeout(TIMEOUT).POST(HttpRequest.BodyPublishers.ofString(prompt)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertEquals((long) prompt.getBytes(StandardCharsets.UTF_8).length, json(r).get("count"));
+      String chat = "{\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+      r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/v1/chat/completions")).timeout(TIMEOUT)
+          .POST(HttpRequest.BodyPublishers.ofString(chat)).build(), HttpResponse.BodyHandlers.ofString());
+      Map<String, Object> usage = (Map<String, Object>) json(r).get("usage");
+      assertEquals((long) chat.length(), usage.get("prompt_tokens"));
+      String ids = "{\"prompt\":[20,21,22]}";
+      r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/tokenize")).timeout(TIMEOUT)
+          .POST(HttpRequest.BodyPublishers.ofString(ids)).build(), HttpResponse.BodyHandlers.ofString());
+      assertEquals(3L, json(r).get("count"), "token ids are taken as they are");
+      r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/tokenize")).timeout(TIMEOUT)
+          .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"boom\"}")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertEquals(400, r.statusCode());
+      assertTrue(r.body().contains("boom is not a word"), r.body());
+    }
+  }
+
   @Test
   void tokenizeAPromptMatchesTheSharedTokenizer() throws Exception {
     Map<String, Object> r = json(post("/tokenize", Json.write(Map.of("prompt", "a b c a"))));
@@ -216,7 +256,7 @@ class SimServerTest {
     try (SimServer events = SimServer.newBuilder()
         .engine(SimEngineConfig.newBuilder().numBlocks(64).build())
         .speedup(100)
-        .start()) {
+        .build()) {
       KvIndexer indexer = KvIndexer.newBuilder().blockSize(16).build();
       WorkerId worker = WorkerId.of("sim");
       try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(indexer).build()) {
@@ -242,7 +282,7 @@ class SimServerTest {
 
   @Test
   void publishingCanBeTurnedOff() throws Exception {
-    try (SimServer quiet = SimServer.newBuilder().kvEvents(false).start()) {
+    try (SimServer quiet = SimServer.newBuilder().kvEvents(false).build()) {
       assertNull(quiet.kvEventsEndpoint());
       assertEquals(200, client.send(HttpRequest.newBuilder(quiet.baseUri().resolve("/health")).timeout(TIMEOUT)
           .GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode());
@@ -262,7 +302,7 @@ class SimServerTest {
   @Test
   void clientThatGoesAwayMidStreamHasItsRequestAbortedAndBlocksFreed() throws Exception {
     try (SimServer slow = SimServer.newBuilder().kvEvents(false)
-        .engine(SimEngineConfig.newBuilder().numBlocks(64).build()).speedup(1).start()) {
+        .engine(SimEngineConfig.newBuilder().numBlocks(64).build()).speedup(1).build()) {
       String body = Json.write(Map.of("prompt", words("gone", 40), "max_tokens", 500, "stream", true));
       HttpResponse<java.io.InputStream> response = client.send(
           HttpRequest.newBuilder(slow.baseUri().resolve("/v1/completions")).timeout(TIMEOUT)
@@ -312,7 +352,7 @@ class SimServerTest {
         .engine(SimEngineConfig.newBuilder().numBlocks(256).modelName("sim-model").build())
         .kvEvents(false)
         .speedup(1) // about 10 ms per decode step: 2000 tokens would take 20 s
-        .start();
+        .build();
     String body = "{\"model\":\"sim-model\",\"prompt\":\"" + words("cut", 20) + "\",\"max_tokens\":2000,"
         + "\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
     byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);

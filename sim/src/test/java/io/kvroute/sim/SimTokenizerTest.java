@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvroute.sim.SimTokenizer.ChatMessage;
+import io.kvroute.openai.ChatMessage;
 import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;

@@ -190,4 +190,38 @@ class SimulationTest {
     assertEquals(0, r.overPredictedTokens());
     assertEquals(0.0, r.predictionErrorRatio());
   }
+
+  /**
+   * With client jitter {@code J}, each closed-loop client waits uniformly in {@code [0, J)} before each request: the
+   * first wave is spread over {@code [0, J)} instead of all at time zero, every later send follows a completion by
+   * less than {@code J}, and the same seed gives the same run.
+   */
+  @Test
+  void clientJitterSpreadsTheClientsSendsWithinTheJitter() {
+    long jitter = 5_000_000L;
+    java.util.List<Long> sends = new java.util.ArrayList<>();
+    java.util.function.Function<io.kvroute.Ticker, Router> router = ticker -> Router.newBuilder()
+        .policy(RouterPolicy.roundRobin()).ticker(ticker).listener(new io.kvroute.RouterListener() {
+          @Override
+          public void onRouted(io.kvroute.Routing routing) {
+            sends.add(ticker.read());
+          }
+        }).build();
+    SimulationResult jittered = Simulation.newBuilder().workload(SharedPrefixWorkload.article(7, 3)).concurrency(8)
+        .requests(40).clientJitter(Duration.ofNanos(jitter), 11).router(router).build().run();
+    java.util.List<Long> first = java.util.List.copyOf(sends.subList(0, 8));
+    assertTrue(first.stream().allMatch(t -> t >= 0 && t < jitter), "the first wave within the jitter: " + first);
+    assertTrue(first.stream().distinct().count() > 1, "not all at one instant: " + first);
+    sends.clear();
+    SimulationResult again = Simulation.newBuilder().workload(SharedPrefixWorkload.article(7, 3)).concurrency(8)
+        .requests(40).clientJitter(Duration.ofNanos(jitter), 11).router(router).build().run();
+    assertEquals(first, sends.subList(0, 8), "the same seed, the same sends");
+    assertEquals(jittered.ttftMillis(0.99), again.ttftMillis(0.99));
+    sends.clear();
+    Simulation.newBuilder().workload(SharedPrefixWorkload.article(7, 3)).concurrency(8).requests(40)
+        .clientJitter(Duration.ZERO, 11).router(router).build().run();
+    assertTrue(sends.subList(0, 8).stream().allMatch(t -> t == 0), "no jitter: every client starts at zero");
+    assertThrows(IllegalArgumentException.class,
+        () -> Simulation.newBuilder().clientJitter(Duration.ofNanos(-1), 0));
+  }
 }

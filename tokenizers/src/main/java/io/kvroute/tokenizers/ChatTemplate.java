@@ -272,17 +272,9 @@ final class ChatTemplate {
 
   /** The index of {@code closer} after {@code from}, outside string literals, or -1. */
   private static int endOfCode(String s, int from, String closer) {
-    char quote = 0;
     for (int i = from; i < s.length(); i++) {
-      char c = s.charAt(i);
-      if (quote != 0) {
-        if (c == '\\') {
-          i++;
-        } else if (c == quote) {
-          quote = 0;
-        }
-      } else if (c == '\'' || c == '"') {
-        quote = c;
+      if (isQuote(s.charAt(i))) {
+        i = afterString(s, i) - 1;
       } else if (s.startsWith(closer, i)) {
         return i;
       }
@@ -290,17 +282,34 @@ final class ChatTemplate {
     return -1;
   }
 
+  private static boolean isQuote(char c) {
+    return c == '\'' || c == '"';
+  }
+
+  /**
+   * The index after the string literal whose opening quote is at {@code at} (a backslash escapes the next
+   * character), or the length of {@code s} if it does not close.
+   */
+  private static int afterString(String s, int at) {
+    char quote = s.charAt(at);
+    for (int i = at + 1; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c == '\\') {
+        i++;
+      } else if (c == quote) {
+        return i + 1;
+      }
+    }
+    return s.length();
+  }
+
   private static String wrapKeywords(String code) {
     StringBuilder out = new StringBuilder(code.length() + 8);
     int i = 0;
     while (i < code.length()) {
       char c = code.charAt(i);
-      if (c == '\'' || c == '"') {
-        int end = i + 1;
-        while (end < code.length() && code.charAt(end) != c) {
-          end += code.charAt(end) == '\\' ? 2 : 1;
-        }
-        end = Math.min(end + 1, code.length());
+      if (isQuote(c)) {
+        int end = afterString(code, i);
         out.append(code, i, end);
         i = end;
       } else if (c == '(' && i > 0 && (Character.isLetterOrDigit(code.charAt(i - 1)) || code.charAt(i - 1) == '_')) {
@@ -367,20 +376,16 @@ final class ChatTemplate {
   }
 
   private static boolean insideString(String code, int at) {
-    char quote = 0;
     for (int i = 0; i < at; i++) {
-      char c = code.charAt(i);
-      if (quote != 0) {
-        if (c == '\\') {
-          i++;
-        } else if (c == quote) {
-          quote = 0;
+      if (isQuote(code.charAt(i))) {
+        int end = afterString(code, i);
+        if (end > at) {
+          return true;
         }
-      } else if (c == '\'' || c == '"') {
-        quote = c;
+        i = end - 1;
       }
     }
-    return quote != 0;
+    return false;
   }
 
   private static String stripStrings(String code) {
@@ -389,37 +394,46 @@ final class ChatTemplate {
 
   /** The end of the operand starting at {@code from}: a top-level and/or/if/else, a closing bracket, a comma. */
   private static int operandEnd(String code, int from) {
+    int end = scan(code, from, (i, c, depth) -> depth < 0 || (depth == 0 && c == ',')
+        || (depth == 0 && i > from && wordStart(code, i) && stopWord(code, i)));
+    return end < 0 ? code.length() : end;
+  }
+
+  private static boolean stopWord(String code, int i) {
+    Matcher stop = STOP_WORD.matcher(code).region(i, code.length());
+    return stop.lookingAt() && !stop.group(1).equals("not");
+  }
+
+  /** Decides at each character outside string literals whether {@link #scan} stops there. */
+  private interface Stop {
+    /**
+     * @param depth the bracket depth: of the bracket itself for an opening or closing one, -1 for a closing
+     *     bracket that matches none after {@code from}
+     */
+    boolean at(int index, char c, int depth);
+  }
+
+  /** The first index from {@code from} where {@code stop} says so, skipping string literals, or -1. */
+  private static int scan(String code, int from, Stop stop) {
     int depth = 0;
-    char quote = 0;
     for (int i = from; i < code.length(); i++) {
       char c = code.charAt(i);
-      if (quote != 0) {
-        if (c == '\\') {
-          i++;
-        } else if (c == quote) {
-          quote = 0;
-        }
+      if (isQuote(c)) {
+        i = afterString(code, i) - 1;
         continue;
       }
-      if (c == '\'' || c == '"') {
-        quote = c;
-      } else if (c == '(' || c == '[' || c == '{') {
-        depth++;
-      } else if (c == ')' || c == ']' || c == '}') {
-        if (depth == 0) {
-          return i;
-        }
+      boolean close = c == ')' || c == ']' || c == '}';
+      if (close) {
         depth--;
-      } else if (depth == 0 && c == ',') {
+      }
+      if (stop.at(i, c, depth)) {
         return i;
-      } else if (depth == 0 && i > from && wordStart(code, i)) {
-        Matcher stop = STOP_WORD.matcher(code).region(i, code.length());
-        if (stop.lookingAt() && !stop.group(1).equals("not")) {
-          return i;
-        }
+      }
+      if (!close && (c == '(' || c == '[' || c == '{')) {
+        depth++;
       }
     }
-    return code.length();
+    return -1;
   }
 
   private static boolean wordStart(String code, int i) {
@@ -429,56 +443,23 @@ final class ChatTemplate {
 
   private static final Pattern KEYWORD_ARG = Pattern.compile("(?s)(\\s*[A-Za-z_]\\w*\\s*=)(?!=)(.*)");
 
+  /** The index of the parenthesis closing the one at {@code open}, or -1 (also if another bracket closes it). */
   private static int matching(String code, int open) {
-    int depth = 0;
-    char quote = 0;
-    for (int i = open; i < code.length(); i++) {
-      char c = code.charAt(i);
-      if (quote != 0) {
-        if (c == '\\') {
-          i++;
-        } else if (c == quote) {
-          quote = 0;
-        }
-      } else if (c == '\'' || c == '"') {
-        quote = c;
-      } else if (c == '(' || c == '[' || c == '{') {
-        depth++;
-      } else if (c == ')' || c == ']' || c == '}') {
-        depth--;
-        if (depth == 0) {
-          return c == ')' ? i : -1;
-        }
-      }
-    }
-    return -1;
+    int end = scan(code, open, (i, c, depth) -> depth == 0 && (c == ')' || c == ']' || c == '}'));
+    return end >= 0 && code.charAt(end) == ')' ? end : -1;
   }
 
   private static List<String> splitArgs(String inner) {
     List<String> args = new java.util.ArrayList<>();
-    int depth = 0;
-    char quote = 0;
-    int start = 0;
-    for (int i = 0; i < inner.length(); i++) {
-      char c = inner.charAt(i);
-      if (quote != 0) {
-        if (c == '\\') {
-          i++;
-        } else if (c == quote) {
-          quote = 0;
-        }
-      } else if (c == '\'' || c == '"') {
-        quote = c;
-      } else if (c == '(' || c == '[' || c == '{') {
-        depth++;
-      } else if (c == ')' || c == ']' || c == '}') {
-        depth--;
-      } else if (c == ',' && depth == 0) {
-        args.add(inner.substring(start, i));
-        start = i + 1;
+    int[] start = {0};
+    scan(inner, 0, (i, c, depth) -> {
+      if (c == ',' && depth == 0) {
+        args.add(inner.substring(start[0], i));
+        start[0] = i + 1;
       }
-    }
-    args.add(inner.substring(start));
+      return false;
+    });
+    args.add(inner.substring(start[0]));
     return args;
   }
 

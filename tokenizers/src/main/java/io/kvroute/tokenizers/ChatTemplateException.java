@@ -10,6 +10,7 @@ package io.kvroute.tokenizers;
  */
 public final class ChatTemplateException extends IllegalArgumentException {
   private static final long serialVersionUID = 1L;
+  /** Whether the template raised the error itself ({@code raise_exception}). */
   private final boolean templateRaised;
 
   /** @param message what failed, naming the feature, variable or template message */

@@ -2,7 +2,7 @@ package io.kvroute.tokenizers;
 
 import static java.lang.System.Logger.Level.INFO;
 
-import io.kvroute.transport.okhttp.ChatMessage;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.transport.okhttp.Tokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -50,18 +50,30 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   public static final Set<String> DEFAULT_ROLES = Set.of("system", "developer", "user", "assistant", "tool");
   private static final System.Logger logger = System.getLogger(HfTokenizer.class.getName());
 
-  private final NativeTokenizer tokenizer;
+  private final TextEncoder tokenizer;
   private final @Nullable ChatTemplate template;
   private final @Nullable ChatTemplate toolTemplate;
   private final Map<String, String> specialTokens;
   private final @Nullable String bosToken;
   private final int bosId;
+  /** The special tokens a sequence gets from add_bos_token/add_eos_token, or null for tokenizer.json's own. */
+  private final int @Nullable [] specialPrefix;
+  private final int @Nullable [] specialSuffix;
   private final @Nullable PrefixCache prefixCache;
   private final Set<String> roles;
   private final Clock clock;
   private final String description;
 
-  private HfTokenizer(Builder b, TokenizerFiles files, NativeTokenizer tokenizer) {
+  /**
+   * The {@code tokenizer_class} values whose transformers implementation rebuilds the post-processor from
+   * {@code add_bos_token} (default true) and {@code add_eos_token} (default false) when it loads
+   * ({@code LlamaTokenizerFast.update_post_processor} and the classes that copy it); for other classes the
+   * {@code tokenizer.json} post-processor stands as written.
+   */
+  static final Set<String> BOS_EOS_CLASSES = Set.of("LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer",
+      "CodeLlamaTokenizerFast", "GemmaTokenizer", "GemmaTokenizerFast");
+
+  private HfTokenizer(Builder b, TokenizerFiles files, TextEncoder tokenizer) throws IOException {
     this.tokenizer = tokenizer;
     String source = files.templateSource != null ? files.templateSource : "tokenizer_config.json";
     String defaultSource = files.chatTemplates.get("default");
@@ -81,6 +93,17 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       }
     }
     this.bosId = bos;
+    if (files.tokenizerClass != null && BOS_EOS_CLASSES.contains(files.tokenizerClass)) {
+      boolean addBos = files.addBosToken == null || files.addBosToken;
+      boolean addEos = files.addEosToken != null && files.addEosToken;
+      this.specialPrefix = addBos ? new int[] {tokenId(files, tokenizer, "bos_token", "add_bos_token")}
+          : new int[0];
+      this.specialSuffix = addEos ? new int[] {tokenId(files, tokenizer, "eos_token", "add_eos_token")}
+          : new int[0];
+    } else {
+      this.specialPrefix = null;
+      this.specialSuffix = null;
+    }
     boolean cacheable = b.prefixCacheBytes > 0 && PrefixCache.usable(files);
     if (b.prefixCacheBytes > 0 && !cacheable) {
       logger.log(INFO, () -> files.tokenizerJson + ": the prefix cache is off, since this tokenizer's pieces "
@@ -89,7 +112,41 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     this.prefixCache = cacheable ? new PrefixCache(files.addedTokens, b.prefixCacheBytes) : null;
     this.roles = Set.copyOf(b.roles);
     this.clock = b.clock;
-    this.description = "HfTokenizer{" + files.tokenizerJson + (template == null ? ", no chat template" : "") + "}";
+    this.description = "HfTokenizer{" + files.tokenizerJson + ", " + tokenizer.kind() + " encoder"
+        + (template == null ? ", no chat template" : "") + "}";
+  }
+
+  /** The id of a special token the config names, as transformers resolves it for update_post_processor. */
+  private static int tokenId(TokenizerFiles files, TextEncoder encoder, String key, String flag)
+      throws IOException {
+    String content = files.specialTokens.get(key);
+    if (content == null) {
+      throw new IOException(files.tokenizerJson.resolveSibling("tokenizer_config.json") + ": " + flag
+          + " is true but " + key + " is not set");
+    }
+    for (TokenizerFiles.AddedToken t : files.addedTokens) {
+      if (t.content().equals(content)) {
+        return t.id();
+      }
+    }
+    int[] ids = encoder.encode(content, false);
+    if (ids.length != 1) {
+      throw new IOException(files.tokenizerJson + ": the " + key + " " + content + " is not one token");
+    }
+    return ids[0];
+  }
+
+  /** Encodes with the post-processor add_bos_token/add_eos_token define, if they do. */
+  private int[] encode(String text, boolean addSpecialTokens) {
+    if (!addSpecialTokens || specialPrefix == null || specialSuffix == null) {
+      return tokenizer.encode(text, addSpecialTokens);
+    }
+    int[] body = tokenizer.encode(text, false);
+    int[] ids = new int[specialPrefix.length + body.length + specialSuffix.length];
+    System.arraycopy(specialPrefix, 0, ids, 0, specialPrefix.length);
+    System.arraycopy(body, 0, ids, specialPrefix.length, body.length);
+    System.arraycopy(specialSuffix, 0, ids, specialPrefix.length + body.length, specialSuffix.length);
+    return ids;
   }
 
   /**
@@ -97,7 +154,8 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
    * {@code tokenizer_config.json} with the chat template, or a {@code chat_template.jinja}), or from a
    * {@code tokenizer.json} file with its siblings.
    *
-   * @param path the directory vLLM serves the model from, or its {@code tokenizer.json}
+   * @param path the directory vLLM serves the model from (a {@code tokenizer.json.gz} stands in for a missing
+   *     {@code tokenizer.json}), or its {@code tokenizer.json}
    * @return the tokenizer
    * @throws IOException naming the file and the problem if {@code tokenizer.json} is missing or corrupt, a config
    *     is not valid JSON, or the native library cannot be loaded
@@ -137,7 +195,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
    */
   public int[] tokenize(String prompt, boolean addSpecialTokens) {
     Objects.requireNonNull(prompt, "prompt");
-    return tokenizer.encode(checkUtf16(prompt, "the prompt"), addSpecialTokens);
+    return encode(checkUtf16(prompt, "the prompt"), addSpecialTokens);
   }
 
   /** Refuses unpaired surrogates, which have no UTF-8 form (vLLM's Python cannot encode them either). */
@@ -202,7 +260,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       return request.ids();
     }
     if (request.prompt() != null) {
-      return tokenizer.encode(checkUtf16(request.prompt(), "the prompt"), request.addSpecialTokens());
+      return encode(checkUtf16(request.prompt(), "the prompt"), request.addSpecialTokens());
     }
     return encodeChat(Objects.requireNonNull(request.chat()), request.addSpecialTokens());
   }
@@ -286,7 +344,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       return prefixCache != null ? prefixCache.encode(text, s -> tokenizer.encode(s, false))
           : tokenizer.encode(text, false);
     }
-    int[] ids = tokenizer.encode(text, true);
+    int[] ids = encode(text, true);
     if (bosToken != null && bosId >= 0 && text.startsWith(bosToken) && ids.length > 1 && ids[0] == bosId
         && ids[1] == bosId) {
       return Arrays.copyOfRange(ids, 1, ids.length); // the template wrote the BOS already
@@ -299,7 +357,12 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     return prefixCache;
   }
 
-  /** Frees the native tokenizer; later calls throw {@link IllegalStateException}. */
+  /** Which encoder runs the {@code tokenizer.json}: "java" ({@link Engine#JAVA}) or "native". */
+  String encoderKind() {
+    return tokenizer.kind();
+  }
+
+  /** Frees the native tokenizer, if any; later calls throw {@link IllegalStateException}. */
   @Override
   public void close() {
     tokenizer.close();
@@ -308,6 +371,22 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   @Override
   public String toString() {
     return description;
+  }
+
+  /**
+   * Which implementation encodes text with the {@code tokenizer.json}; both give the same ids, id for id, where
+   * both apply.
+   */
+  public enum Engine {
+    /** {@link #JAVA} when it supports the {@code tokenizer.json}, else {@link #NATIVE} (the default). */
+    AUTO,
+    /**
+     * The pure-Java byte-level BPE encoder, for the GPT-4-style configuration of Qwen2/Qwen3 and Llama 3 (the
+     * module README lists what it supports); refused with an {@code IOException} naming the component otherwise.
+     */
+    JAVA,
+    /** The Hugging Face {@code tokenizers} library (Rust) through DJL's native bindings, for any tokenizer.json. */
+    NATIVE
   }
 
   /** Configures an {@link HfTokenizer}; not thread-safe. */
@@ -320,6 +399,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     private long prefixCacheBytes = DEFAULT_PREFIX_CACHE_BYTES;
     private Set<String> roles = DEFAULT_ROLES;
     private Clock clock = Clock.systemDefaultZone();
+    private Engine engine = Engine.AUTO;
 
     private Builder(Path path) {
       this.path = path;
@@ -395,7 +475,20 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     }
 
     /**
-     * Reads the files, loads the native tokenizer and parses the chat template.
+     * Which encoder runs the {@code tokenizer.json} (default {@link Engine#AUTO}: the pure-Java one where it
+     * applies, the native library otherwise).
+     *
+     * @param engine the encoder
+     * @return this builder
+     */
+    public Builder engine(Engine engine) {
+      this.engine = Objects.requireNonNull(engine, "engine");
+      return this;
+    }
+
+    /**
+     * Reads the files, builds the encoder (loading the native library if it is the one) and parses the chat
+     * template.
      *
      * @return the tokenizer
      * @throws IOException naming the file if {@code tokenizer.json} is missing or corrupt, a config is not valid
@@ -404,7 +497,9 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
      *     render
      */
     public HfTokenizer build() throws IOException {
-      Path json = Files.isDirectory(path) ? path.resolve("tokenizer.json") : path;
+      Path plain = Files.isDirectory(path) ? path.resolve("tokenizer.json") : path;
+      Path gz = path.resolve("tokenizer.json.gz"); // a gzip-compressed copy, as this repository's fixtures
+      Path json = Files.isDirectory(path) && !Files.exists(plain) && Files.isRegularFile(gz) ? gz : plain;
       if (!Files.exists(json)) {
         throw new NoSuchFileException(json.toString(), null, Files.isDirectory(path)
             ? "the model directory has no tokenizer.json" : "the tokenizer.json file does not exist");
@@ -413,12 +508,72 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       Path cfg = configSet ? config : dir == null ? null : existing(dir.resolve("tokenizer_config.json"));
       Path tpl = chatTemplateSet ? chatTemplate : dir == null ? null : existing(dir.resolve("chat_template.jinja"));
       TokenizerFiles files = TokenizerFiles.read(json, cfg, tpl);
-      NativeTokenizer nat = NativeTokenizer.load(files.tokenizerJsonText, json);
+      TextEncoder encoder = null;
+      if (engine != Engine.NATIVE) {
+        ByteLevelBpe.Fallback fallback = engine == Engine.JAVA ? ByteLevelBpe.REFUSE
+            : new LazyNative(files.tokenizerJsonText, json);
+        ByteLevelBpe.Result java = ByteLevelBpe.create(files.tokenizerJsonText, files.addedTokens, fallback);
+        if (java.encoder() == null && engine == Engine.JAVA) {
+          throw new IOException(json + ": the pure-Java encoder does not support this tokenizer.json: "
+              + java.unsupported());
+        }
+        if (java.encoder() == null) {
+          logger.log(INFO, () -> json + ": encoding with the native tokenizers library, since the pure-Java "
+              + "encoder does not support it: " + java.unsupported());
+        }
+        encoder = java.encoder();
+      }
+      if (encoder == null) {
+        encoder = NativeTokenizer.load(files.tokenizerJsonText, json);
+      }
       try {
-        return new HfTokenizer(this, files, nat);
-      } catch (RuntimeException e) {
-        nat.close();
+        return new HfTokenizer(this, files, encoder);
+      } catch (IOException | RuntimeException e) {
+        encoder.close();
         throw e;
+      }
+    }
+
+    /** Loads the native library the first time a text needs it; thread-safe. */
+    private static final class LazyNative implements ByteLevelBpe.Fallback {
+      private final String json;
+      private final Path source;
+      private volatile @Nullable NativeTokenizer tokenizer;
+
+      LazyNative(String json, Path source) {
+        this.json = json;
+        this.source = source;
+      }
+
+      @Override
+      public int[] encode(String text, boolean addSpecialTokens, int codePoint) {
+        NativeTokenizer t = tokenizer;
+        if (t == null) {
+          synchronized (this) {
+            t = tokenizer;
+            if (t == null) {
+              try {
+                t = NativeTokenizer.load(json, source);
+              } catch (IOException e) {
+                throw new UnsupportedOperationException(String.format("the text holds U+%04X, which the "
+                    + "pure-Java encoder's Unicode 13.0 tables do not know, and the native library does not load: "
+                    + "%s", codePoint, e.getMessage()), e);
+              }
+              logger.log(INFO, () -> source + ": the native tokenizers library is loaded for text holding code "
+                  + "points newer than Unicode 13.0");
+              tokenizer = t;
+            }
+          }
+        }
+        return t.encode(text, addSpecialTokens);
+      }
+
+      @Override
+      public synchronized void close() {
+        NativeTokenizer t = tokenizer;
+        if (t != null) {
+          t.close();
+        }
       }
     }
 

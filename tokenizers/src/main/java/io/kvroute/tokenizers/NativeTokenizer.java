@@ -20,7 +20,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * {@link #load} therefore sets DJL's offline switch ({@code ai.djl.offline=true}, which also picks the jar's CPU
  * build) and {@code OPT_OUT_TRACKING=true} before DJL's first use, unless the application set them itself.
  */
-final class NativeTokenizer implements AutoCloseable {
+final class NativeTokenizer implements TextEncoder {
   /** DJL's switch that forbids every download (and picks the CPU build that the jar holds). */
   static final String OFFLINE_PROPERTY = "ai.djl.offline";
   /** DJL's switch that stops its EC2 telemetry call. */
@@ -78,7 +78,8 @@ final class NativeTokenizer implements AutoCloseable {
   }
 
   /** Encodes {@code text}, with the post-processor's special tokens (BOS, ...) when {@code addSpecialTokens}. */
-  int[] encode(String text, boolean addSpecialTokens) {
+  @Override
+  public int[] encode(String text, boolean addSpecialTokens) {
     if (text.isEmpty() && !addSpecialTokens) {
       return new int[0];
     }
@@ -102,6 +103,11 @@ final class NativeTokenizer implements AutoCloseable {
     } finally {
       lock.readLock().unlock();
     }
+  }
+
+  @Override
+  public String kind() {
+    return "native";
   }
 
   @Override

@@ -42,9 +42,15 @@ final class TokenizerFiles {
   final @Nullable String templateSource;
   /** bos_token, eos_token, unk_token, pad_token, ... as the template sees them. */
   final Map<String, String> specialTokens;
+  /** {@code tokenizer_class} of the config, or null. */
+  final @Nullable String tokenizerClass;
+  /** {@code add_bos_token} / {@code add_eos_token} of the config, or null where absent. */
+  final @Nullable Boolean addBosToken;
+  final @Nullable Boolean addEosToken;
 
   private TokenizerFiles(Path tokenizerJson, String text, List<AddedToken> addedTokens, boolean firstPieceSpecial,
-      Map<String, String> chatTemplates, @Nullable String templateSource, Map<String, String> specialTokens) {
+      Map<String, String> chatTemplates, @Nullable String templateSource, Map<String, String> specialTokens,
+      @Nullable String tokenizerClass, @Nullable Boolean addBosToken, @Nullable Boolean addEosToken) {
     this.tokenizerJson = tokenizerJson;
     this.tokenizerJsonText = text;
     this.addedTokens = addedTokens;
@@ -52,6 +58,9 @@ final class TokenizerFiles {
     this.chatTemplates = chatTemplates;
     this.templateSource = templateSource;
     this.specialTokens = specialTokens;
+    this.tokenizerClass = tokenizerClass;
+    this.addBosToken = addBosToken;
+    this.addEosToken = addEosToken;
   }
 
   /**
@@ -107,6 +116,9 @@ final class TokenizerFiles {
 
     Map<String, String> templates = new LinkedHashMap<>();
     Map<String, String> special = new LinkedHashMap<>();
+    String tokenizerClass = null;
+    Boolean addBos = null;
+    Boolean addEos = null;
     if (config != null) {
       String configText = readUtf8(config, "tokenizer_config.json");
       JsonNode root;
@@ -137,6 +149,9 @@ final class TokenizerFiles {
           special.put(key, s);
         }
       }
+      tokenizerClass = root.path("tokenizer_class").isTextual() ? root.get("tokenizer_class").asText() : null;
+      addBos = flag(root, "add_bos_token", config);
+      addEos = flag(root, "add_eos_token", config);
     }
     String templateSource = config == null ? null : config.toString();
     if (chatTemplate != null) {
@@ -145,7 +160,18 @@ final class TokenizerFiles {
       templateSource = chatTemplate.toString();
     }
     return new TokenizerFiles(tokenizerJson, text, List.copyOf(added), firstPiece[0], templates, templateSource,
-        special);
+        special, tokenizerClass, addBos, addEos);
+  }
+
+  private static @Nullable Boolean flag(JsonNode root, String name, Path config) throws IOException {
+    JsonNode v = root.get(name);
+    if (v == null || v.isNull()) {
+      return null;
+    }
+    if (!v.isBoolean()) {
+      throw new IOException(config + ": " + name + " must be true or false but was " + v);
+    }
+    return v.asBoolean();
   }
 
   private static boolean mentionsFirstOnly(@Nullable JsonNode node) {
@@ -179,6 +205,14 @@ final class TokenizerFiles {
       throw new IOException(file + " is a directory, not the " + what + " file");
     }
     byte[] bytes = Files.readAllBytes(file);
+    if (file.getFileName().toString().endsWith(".gz")) {
+      try (java.util.zip.GZIPInputStream in = new java.util.zip.GZIPInputStream(
+          new java.io.ByteArrayInputStream(bytes))) {
+        bytes = in.readAllBytes();
+      } catch (IOException e) {
+        throw new IOException(file + " is not a gzip file: " + e.getMessage(), e);
+      }
+    }
     try {
       return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
           .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();

@@ -29,7 +29,7 @@ class GatewayTest {
     Router router = Router.newBuilder().build();
     WorkerId id = WorkerId.of("w0");
     try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName(MODEL).build())
-        .kvEvents(false).speedup(1000).start()) {
+        .kvEvents(false).speedup(1000).build()) {
       router.addWorker(Worker.newBuilder(id).endpoint(Worker.HTTP, sim.baseUri()).model(MODEL).build());
       HfTokenizer local = TestModels.shared(TestModels.QWEN3);
       OkHttpTokenizer remote = OkHttpTokenizer.newBuilder().workers(router.workers()).build();

@@ -31,7 +31,8 @@ final class OfflineLoadCheck {
       @Override
       public void connectFailed(URI uri, SocketAddress sa, IOException e) {}
     });
-    try (HfTokenizer tokenizer = HfTokenizer.load(Path.of(args[0]))) {
+    try (HfTokenizer tokenizer = HfTokenizer.newBuilder(Path.of(args[0])).engine(HfTokenizer.Engine.NATIVE)
+        .build()) {
       System.out.println("IDS=" + Arrays.toString(tokenizer.tokenize("Hello, world!", false)));
     }
     System.out.println("OFFLINE=" + System.getProperty(NativeTokenizer.OFFLINE_PROPERTY));

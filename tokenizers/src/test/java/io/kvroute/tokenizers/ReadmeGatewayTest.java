@@ -34,7 +34,7 @@ class ReadmeGatewayTest {
   @Test
   void gatewayQuickstartRunsOnASimulatedWorker() throws Exception {
     try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build())
-        .kvEvents(false).speedup(100).start()) {
+        .kvEvents(false).speedup(100).build()) {
       FallbackTokenizer tokenizer = gateway(sim.baseUri(), TestModels.dir(TestModels.QWEN3),
           ("{\"model\":\"qwen3\",\"stream\":true,\"max_tokens\":3,\"messages\":[{\"role\":\"user\","
               + "\"content\":\"Hello there\"}]}").getBytes(StandardCharsets.UTF_8));

@@ -4,16 +4,15 @@ import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.WARNING;
 
 import io.kvroute.KvEvent;
-import io.kvroute.KvEvent.BlockRemoved;
-import io.kvroute.KvEvent.BlockStored;
+import io.kvroute.KvEventColumns;
 import io.kvroute.KvEventSink;
 import io.kvroute.Ticker;
 import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.EventSourceListener.PurgeReason;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Decodes the batches one stream's {@link StreamCursor} lets through and feeds them to the sink; not thread-safe,
@@ -46,6 +45,9 @@ final class BatchApplier {
   private final BitSet ranksSeen = new BitSet();
   private final BitSet prefixGroups = new BitSet();
   private final BitSet otherGroups = new BitSet();
+  // The batch being applied: decoded straight into these columns, which the sink reads and the next batch reuses.
+  private final KvEventColumns columns = new KvEventColumns();
+  private boolean[] drop = new boolean[64];
 
   private record Held(long seq, WorkerId worker, List<KvEvent> events, int blocks, boolean replayed, int bytes,
       long since) {}
@@ -69,29 +71,35 @@ final class BatchApplier {
     return held.size();
   }
 
-  /** Decodes and applies (or holds) one batch. */
+  /**
+   * Decodes and applies (or holds) one batch. The batch is decoded into reused columns and handed to the sink as
+   * such ({@link KvEventSink#applyColumns}), so an ordinary batch builds no event objects; only a batch that must
+   * be held is turned into objects.
+   */
   void apply(long seq, byte[] payload, boolean replayed) {
-    DecodedBatch batch;
+    BatchHeader batch;
+    columns.clear();
     try {
-      batch = KvEventCodec.decode(payload);
+      batch = KvEventCodec.decodeInto(payload, 0, payload.length, columns);
     } catch (KvEventFormatException e) {
+      columns.clear();
       decodeError("batch " + seq + ": " + e.getMessage());
       return;
     }
     int rank = batch.dataParallelRank() == null ? streamId.dataParallelRank() : batch.dataParallelRank();
-    List<KvEvent> events = batch.events();
     if (rank < firstRank || rank >= firstRank + rankCount) {
-      counters.droppedEvents.addAndGet(events.size());
+      counters.droppedEvents.addAndGet(columns.size());
       counters.unacceptedBatches.incrementAndGet();
       String reason = "batch " + seq + " names data-parallel rank " + rank + ", which " + sourceName
           + " does not have (ranks " + firstRank + ".." + (firstRank + rankCount - 1) + ")";
       logger.log(WARNING, streamId + ": " + reason + "; dropped");
-      int n = events.size();
+      int n = columns.size();
+      columns.clear();
       safe(() -> listener.onEventsDropped(streamId, n, reason));
       return;
     }
     WorkerId worker = rank == streamId.dataParallelRank() ? streamId : streamId.withRank(rank);
-    List<KvEvent> applied = filterGroups(worker, events, batch);
+    filterGroups(worker, columns);
     int dropped = batch.skippedEvents() + batch.invalidEvents();
     if (dropped > 0) {
       counters.droppedEvents.addAndGet(dropped);
@@ -99,13 +107,14 @@ final class BatchApplier {
           + batch.invalidEvents() + " malformed"));
     }
     int blocks = 0;
-    for (KvEvent e : applied) {
-      if (e instanceof BlockStored stored) {
-        blocks += stored.blockHashes().length;
+    for (int i = 0; i < columns.size(); i++) {
+      if (columns.isStored(i)) {
+        blocks += columns.blocks(i);
       }
     }
-    Held h = new Held(seq, worker, applied, blocks, replayed, payload.length, ticker.read());
     if (!held.isEmpty() || !accepts(worker)) {
+      Held h = new Held(seq, worker, columns.toEvents(), blocks, replayed, payload.length, ticker.read());
+      columns.clear();
       held.add(h);
       heldBytes += h.bytes;
       if (held.size() == 1) {
@@ -114,7 +123,11 @@ final class BatchApplier {
       tick();
       return;
     }
-    deliver(h);
+    try {
+      deliver(worker, seq, null, columns.size(), blocks, replayed);
+    } finally {
+      columns.clear();
+    }
   }
 
   /** Applies held batches the sink now accepts, or drops them when held too long or too much. */
@@ -122,7 +135,7 @@ final class BatchApplier {
     while (!held.isEmpty() && accepts(held.peekFirst().worker)) {
       Held h = held.pollFirst();
       heldBytes -= h.bytes;
-      deliver(h);
+      deliver(h.worker, h.seq, h.events, h.events.size(), h.blocks, h.replayed);
     }
     if (held.isEmpty()) {
       return;
@@ -182,55 +195,63 @@ final class BatchApplier {
     }
   }
 
-  private void deliver(Held h) {
-    ranksSeen.set(h.worker.dataParallelRank());
-    if (!h.events.isEmpty()) {
+  /** Feeds a batch to the sink: {@code events}, or, when null, the columns. */
+  private void deliver(WorkerId worker, long seq, @Nullable List<KvEvent> events, int eventCount, int blocks,
+      boolean replayed) {
+    ranksSeen.set(worker.dataParallelRank());
+    if (eventCount > 0) {
       try {
-        sink.applyAll(h.worker, h.events);
+        if (events == null) {
+          sink.applyColumns(worker, columns);
+        } else {
+          sink.applyAll(worker, events);
+        }
       } catch (Throwable t) {
-        logger.log(WARNING, "the KV event sink failed on a batch of " + h.worker, t);
+        logger.log(WARNING, "the KV event sink failed on a batch of " + worker, t);
       }
     }
     counters.batches.incrementAndGet();
-    counters.events.addAndGet(h.events.size());
-    counters.storedBlocks.addAndGet(h.blocks);
-    if (h.replayed) {
+    counters.events.addAndGet(eventCount);
+    counters.storedBlocks.addAndGet(blocks);
+    if (replayed) {
       counters.replayedBatches.incrementAndGet();
     }
-    int eventCount = h.events.size();
-    safe(() -> listener.onBatch(h.worker, h.seq, eventCount, h.blocks));
+    safe(() -> listener.onBatch(worker, seq, eventCount, blocks));
   }
 
-  private List<KvEvent> filterGroups(WorkerId worker, List<KvEvent> events, DecodedBatch batch) {
-    List<KvEvent> kept = null;
-    for (int i = 0; i < events.size(); i++) {
-      KvEvent event = events.get(i);
-      int group = batch.groupIndex(i);
-      boolean keep = admit(event, group);
-      if (!keep && kept == null) {
-        kept = new ArrayList<>(events.subList(0, i));
-      } else if (keep && kept != null) {
-        kept.add(event);
-      }
+  /** Drops the batch's events of cache groups that do not count toward prefixes, and reports them. */
+  private void filterGroups(WorkerId worker, KvEventColumns events) {
+    int n = events.size();
+    if (drop.length < n) {
+      drop = new boolean[Math.max(n, drop.length * 2)];
     }
-    if (kept == null) {
-      return events;
+    int filtered = 0;
+    for (int i = 0; i < n; i++) {
+      boolean keep = admit(events, i);
+      drop[i] = !keep;
+      filtered += keep ? 0 : 1;
     }
-    int filtered = events.size() - kept.size();
+    if (filtered == 0) {
+      return;
+    }
+    events.removeIf(drop);
     counters.droppedEvents.addAndGet(filtered);
-    safe(() -> listener.onEventsDropped(worker, filtered, "cache group does not count toward prefixes"));
-    return kept;
+    int count = filtered;
+    safe(() -> listener.onEventsDropped(worker, count, "cache group does not count toward prefixes"));
   }
 
-  /** Learns cache group kinds from stored events; returns whether the event is applied. */
-  private boolean admit(KvEvent event, int group) {
-    if (event instanceof BlockStored stored && stored.cacheSpecKind() != null && group >= 0 && group < 4096) {
-      (stored.countsTowardPrefix() ? prefixGroups : otherGroups).set(group);
+  /** Learns cache group kinds from stored events; returns whether event {@code i} is applied. */
+  private boolean admit(KvEventColumns events, int i) {
+    int group = events.group(i);
+    if (events.isStored(i)) {
+      String kind = events.cacheSpecKind(i);
+      boolean counts = events.countsTowardPrefix(i);
+      if (kind != null && group >= 0 && group < 4096) {
+        (counts ? prefixGroups : otherGroups).set(group);
+      }
+      return counts;
     }
-    if (event instanceof BlockStored stored) {
-      return stored.countsTowardPrefix();
-    }
-    if (event instanceof BlockRemoved) {
+    if (events.isRemoved(i)) {
       return group < 0 || group >= 4096 || !otherGroups.get(group) || prefixGroups.get(group);
     }
     return true;

@@ -5,6 +5,7 @@ import io.kvroute.KvEvent;
 import io.kvroute.KvEvent.AllBlocksCleared;
 import io.kvroute.KvEvent.BlockRemoved;
 import io.kvroute.KvEvent.BlockStored;
+import io.kvroute.KvEventColumns;
 import io.kvroute.StorageTier;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -86,6 +87,7 @@ public final class KvEventCodec {
 
   private static final int MAX_EXTRA_KEY_DEPTH = 4;
   private static final int MAX_SALT_BYTES = 4096;
+  private static final int[] NO_GROUPS = new int[0];
 
   private KvEventCodec() {}
 
@@ -119,6 +121,38 @@ public final class KvEventCodec {
       throw MsgpackReader.error(reader.remaining() + " trailing bytes after the batch");
     }
     return batch;
+  }
+
+  /**
+   * Decodes the batch in {@code payload[offset, offset + length)} straight into {@code into}, without building
+   * event objects: the same events {@link #decode(byte[], int, int)} would return, appended to the columns in the
+   * same order, each with its {@code group_idx}. {@code into} is not cleared first; on an exception it may hold the
+   * events decoded before the error.
+   *
+   * @param payload the message payload
+   * @param offset where the batch starts
+   * @param length the batch's bytes
+   * @param into the columns to append the events to
+   * @return the batch's timestamp, rank and dropped-event counts
+   * @throws NullPointerException if {@code payload} or {@code into} is null
+   * @throws IndexOutOfBoundsException if the range lies outside {@code payload}
+   * @throws KvEventFormatException if the bytes are not a well-formed event batch
+   */
+  public static BatchHeader decodeInto(byte[] payload, int offset, int length, KvEventColumns into) {
+    Objects.requireNonNull(payload, "payload");
+    Objects.requireNonNull(into, "into");
+    MsgpackReader reader = new MsgpackReader(payload, offset, length);
+    if (reader.remaining() == 0) {
+      throw MsgpackReader.error("empty payload");
+    }
+    Decoder decoder = new Decoder(reader);
+    decoder.columns = into;
+    decoder.batch();
+    into.discardOpen();
+    if (reader.remaining() != 0) {
+      throw MsgpackReader.error(reader.remaining() + " trailing bytes after the batch");
+    }
+    return new BatchHeader(decoder.timestamp, decoder.rank, decoder.skipped, decoder.invalid);
   }
 
   /**
@@ -296,12 +330,20 @@ public final class KvEventCodec {
     private final MsgpackReader r;
     private int skipped;
     private int invalid;
+    // Set for decodeInto: block hashes and token ids go straight into these columns, and events are committed to
+    // them instead of built as objects.
+    private @Nullable KvEventColumns columns;
+    private double timestamp;
+    private @Nullable Integer rank;
 
     // Fields of the event being decoded.
     private int kind;
     private long @Nullable [] hashes;
-    private @Nullable Long parent;
+    private boolean haveHashes;
+    private boolean hasParent;
+    private long parent;
     private int @Nullable [] tokens;
+    private boolean haveTokens;
     private int blockSize;
     private @Nullable String medium;
     private @Nullable String loraName;
@@ -315,7 +357,8 @@ public final class KvEventCodec {
       this.r = r;
     }
 
-    DecodedBatch batch() {
+    /** Decodes the batch: returns it, or, when decoding into columns, commits its events there and returns null. */
+    @Nullable DecodedBatch batch() {
       double ts = 0;
       boolean haveTs = false;
       ArrayList<KvEvent> events = null;
@@ -328,8 +371,8 @@ public final class KvEventCodec {
         }
         ts = r.readDouble();
         haveTs = true;
-        events = new ArrayList<>();
-        groups = events(events);
+        events = new ArrayList<>(0);
+        groups = events(columns == null ? events : null);
         if (n >= 3) {
           rank = rank();
         }
@@ -352,8 +395,8 @@ public final class KvEventCodec {
           }
           r.position(keyStart);
           if (r.readStringEquals(EVENTS)) {
-            events = new ArrayList<>();
-            groups = events(events);
+            events = new ArrayList<>(0);
+            groups = events(columns == null ? events : null);
             continue;
           }
           r.position(keyStart);
@@ -379,7 +422,9 @@ public final class KvEventCodec {
       } else {
         throw MsgpackReader.error("a batch must be an array or a map");
       }
-      return new DecodedBatch(ts, events, groups, rank, skipped, invalid);
+      this.timestamp = ts;
+      this.rank = rank;
+      return columns != null ? null : new DecodedBatch(ts, events, groups, rank, skipped, invalid);
     }
 
     private @Nullable Integer rank() {
@@ -389,8 +434,24 @@ public final class KvEventCodec {
       return (int) r.readLong(0, MAX_DATA_PARALLEL_RANK, "data_parallel_rank");
     }
 
-    private int[] events(ArrayList<KvEvent> out) {
+    /** Decodes the events into {@code out}, or, when null, into the columns; returns their group indexes. */
+    private int[] events(@Nullable ArrayList<KvEvent> out) {
       int n = r.readArrayHeader();
+      if (out == null) {
+        for (int i = 0; i < n; i++) {
+          int start = r.position();
+          try {
+            if (!event()) {
+              skipped++;
+            }
+          } catch (KvEventFormatException e) {
+            r.position(start);
+            r.skipValue();
+            invalid++;
+          }
+        }
+        return NO_GROUPS;
+      }
       // Sized for the declared count, up to a bound: n is untrusted, and counts declared events, not decoded ones.
       out.ensureCapacity(Math.min(n, PRESIZED_EVENTS));
       int[] groups = new int[Math.min(n, PRESIZED_EVENTS)];
@@ -399,7 +460,8 @@ public final class KvEventCodec {
         int start = r.position();
         KvEvent event;
         try {
-          event = event();
+          event();
+          event = built;
         } catch (KvEventFormatException e) {
           // The event is malformed; resynchronise on its end. If even skipping fails, the payload is broken.
           r.position(start);
@@ -420,11 +482,21 @@ public final class KvEventCodec {
       return count == groups.length ? groups : Arrays.copyOf(groups, count);
     }
 
-    private @Nullable KvEvent event() {
+    private @Nullable KvEvent built; // the event the last event() built, in object mode
+
+    /** Decodes one event: builds it (into {@link #built}) or commits it to the columns; false if skipped. */
+    private boolean event() {
+      if (columns != null) {
+        columns.discardOpen(); // what a malformed or skipped event before this one appended
+      }
+      built = null;
       kind = -1;
       hashes = null;
-      parent = null;
+      haveHashes = false;
+      hasParent = false;
+      parent = 0;
       tokens = null;
+      haveTokens = false;
       blockSize = -1;
       medium = null;
       loraName = null;
@@ -460,7 +532,7 @@ public final class KvEventCodec {
         } else if (keyIs(keyStart, len, BLOCK_HASHES)) {
           hashes = hashes();
         } else if (keyIs(keyStart, len, PARENT_BLOCK_HASH)) {
-          parent = optionalHash();
+          optionalParent();
         } else if (keyIs(keyStart, len, TOKEN_IDS)) {
           tokens = tokens();
         } else if (keyIs(keyStart, len, BLOCK_SIZE)) {
@@ -512,7 +584,7 @@ public final class KvEventCodec {
           throw MsgpackReader.error("a BlockStored array needs at least 5 elements but has " + n);
         }
         hashes = hashes();
-        parent = optionalHash();
+        optionalParent();
         tokens = tokens();
         blockSize = (int) r.readLong(0, Integer.MAX_VALUE, "block_size");
         i = 5;
@@ -583,33 +655,60 @@ public final class KvEventCodec {
       return KIND_UNKNOWN;
     }
 
-    private @Nullable KvEvent build() {
+    /** Builds (or commits) the decoded event; false for an event of an unknown type. */
+    private boolean build() {
       switch (kind) {
         case KIND_STORED:
-          if (hashes == null || tokens == null || blockSize < 0) {
+          if (!haveHashes || !haveTokens || blockSize < 0) {
             throw MsgpackReader.error("a BlockStored event needs block_hashes, token_ids and block_size");
           }
           String salt = salt();
           long[][] keys = extraKeys;
-          if (salt != null && parent == null && hashes.length > 0) {
+          int blocks = columns == null ? hashes.length : columns.openHashes();
+          if (salt != null && !hasParent && blocks > 0) {
             keys = BlockHasher.withCacheSalt(keys, salt);
           }
-          return new BlockStored(hashes, parent, tokens, blockSize, loraName, StorageTier.fromMedium(medium),
-              specKind, keys);
+          if (columns != null) {
+            columns.commitStored(hasParent, parent, blockSize, StorageTier.fromMedium(medium), loraName, specKind,
+                keys, groupIndex);
+          } else {
+            built = new BlockStored(hashes, hasParent ? Long.valueOf(parent) : null, tokens, blockSize, loraName,
+                StorageTier.fromMedium(medium), specKind, keys);
+          }
+          return true;
         case KIND_REMOVED:
-          if (hashes == null) {
+          if (!haveHashes) {
             throw MsgpackReader.error("a BlockRemoved event needs block_hashes");
           }
-          return new BlockRemoved(hashes, StorageTier.fromMedium(medium));
+          if (columns != null) {
+            columns.commitRemoved(StorageTier.fromMedium(medium), groupIndex);
+          } else {
+            built = new BlockRemoved(hashes, StorageTier.fromMedium(medium));
+          }
+          return true;
         case KIND_CLEARED:
-          return AllBlocksCleared.INSTANCE;
+          if (columns != null) {
+            columns.commitCleared(groupIndex);
+          } else {
+            built = AllBlocksCleared.INSTANCE;
+          }
+          return true;
         default:
-          return null;
+          return false;
       }
     }
 
-    private long[] hashes() {
+    /** The block hashes: an array, or, decoding into columns, appended there (null returned). */
+    private long @Nullable [] hashes() {
       int n = r.readArrayHeader();
+      haveHashes = true;
+      if (columns != null) {
+        columns.discardOpenHashes(); // a repeated key: the last one counts, as in object mode
+        for (int i = 0; i < n; i++) {
+          columns.appendHash(hash());
+        }
+        return null;
+      }
       long[] out = new long[n];
       for (int i = 0; i < n; i++) {
         out[i] = hash();
@@ -617,8 +716,14 @@ public final class KvEventCodec {
       return out;
     }
 
-    private @Nullable Long optionalHash() {
-      return r.tryReadNil() ? null : hash();
+    private void optionalParent() {
+      if (r.tryReadNil()) {
+        hasParent = false;
+        parent = 0;
+      } else {
+        parent = hash();
+        hasParent = true;
+      }
     }
 
     private long hash() {
@@ -642,21 +747,33 @@ public final class KvEventCodec {
       throw MsgpackReader.error("a block hash must be an integer or binary");
     }
 
-    private int[] tokens() {
+    /** The token ids: an array, or, decoding into columns, appended there (null returned). */
+    private int @Nullable [] tokens() {
       int n = r.readArrayHeader();
-      int[] out = new int[n];
+      haveTokens = true;
+      KvEventColumns into = columns;
+      if (into != null) {
+        into.discardOpenTokens(); // a repeated key: the last one counts, as in object mode
+      }
+      int[] out = into == null ? new int[n] : null;
       for (int i = 0; i < n; i++) {
+        int token;
         if (r.peekType() == MsgpackReader.ARRAY) { // EAGLE bigram [token, next token]
           int pair = r.readArrayHeader();
           if (pair == 0) {
             throw MsgpackReader.error("an empty bigram token");
           }
-          out[i] = token();
+          token = token();
           for (int j = 1; j < pair; j++) {
             r.skipValue();
           }
         } else {
-          out[i] = token();
+          token = token();
+        }
+        if (out != null) {
+          out[i] = token;
+        } else {
+          into.appendToken(token);
         }
       }
       return out;

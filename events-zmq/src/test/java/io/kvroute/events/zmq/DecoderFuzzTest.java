@@ -3,7 +3,7 @@ package io.kvroute.events.zmq;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvroute.IndexerInvariants;
+import io.kvroute.IndexInvariants;
 import io.kvroute.KvEvent;
 import io.kvroute.KvIndexer;
 import io.kvroute.WorkerId;
@@ -49,10 +49,10 @@ class DecoderFuzzTest {
       decoded++;
       index.applyAll(workers[random.nextInt(workers.length)], batch.events());
       if (i % 5_000 == 0) {
-        IndexerInvariants.check(index);
+        IndexInvariants.check(index);
       }
     }
-    IndexerInvariants.check(index);
+    IndexInvariants.check(index);
     assertEquals(ITERATIONS, decoded + rejected);
     assertTrue(decoded > ITERATIONS / 20, "mutations should leave some payloads decodable: " + decoded);
     assertTrue(rejected > ITERATIONS / 20, "mutations should break some payloads: " + rejected);
@@ -112,7 +112,7 @@ class DecoderFuzzTest {
       assertEquals(0, stats.gaps() + stats.restarts(), stats.toString());
       assertTrue(stats.decodeErrors() > 0 && stats.batches() > 1, stats.toString());
     }
-    IndexerInvariants.check(index);
+    IndexInvariants.check(index);
   }
 
   private static void send(org.zeromq.ZMQ.Socket socket, byte[]... frames) {
@@ -121,7 +121,7 @@ class DecoderFuzzTest {
     }
   }
 
-  private static List<byte[]> corpus(SplittableRandom random) {
+  static List<byte[]> corpus(SplittableRandom random) {
     List<byte[]> corpus = new ArrayList<>();
     corpus.add(Hex.bytes(Hex.VECTOR_A));
     corpus.add(Hex.bytes(Hex.VECTOR_B));
@@ -138,7 +138,7 @@ class DecoderFuzzTest {
     return corpus;
   }
 
-  private static byte[] mutate(byte[] original, SplittableRandom random) {
+  static byte[] mutate(byte[] original, SplittableRandom random) {
     byte[] b = original.clone();
     int mutations = 1 + random.nextInt(4);
     for (int m = 0; m < mutations && b.length > 0; m++) {

@@ -37,7 +37,7 @@ class KvEventCodecPropertyTest {
     return LongStream.range(1, 9).boxed();
   }
 
-  private static List<KvEvent> randomEvents(SplittableRandom r, boolean rich) {
+  static List<KvEvent> randomEvents(SplittableRandom r, boolean rich) {
     List<KvEvent> events = new ArrayList<>();
     int n = r.nextInt(6);
     String[] kinds = {null, "full_attention", "mla_attention"};

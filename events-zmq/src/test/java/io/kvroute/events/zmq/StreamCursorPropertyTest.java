@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.kvroute.IndexerInvariants;
+import io.kvroute.IndexInvariants;
 import io.kvroute.KvEvent;
 import io.kvroute.KvIndexer;
 import io.kvroute.WorkerId;
@@ -176,6 +176,6 @@ class StreamCursorPropertyTest {
       long[] hashes = reference.hasher().sequenceHashes(prompt);
       assertEquals(reference.findMatches(hashes).get(w), h.index.findMatches(hashes).get(w), "prompt match");
     }
-    IndexerInvariants.check(h.index);
+    IndexInvariants.check(h.index);
   }
 }

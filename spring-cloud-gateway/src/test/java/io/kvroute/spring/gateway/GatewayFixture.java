@@ -7,6 +7,7 @@ import io.kvroute.Worker;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
 import io.kvroute.spring.gateway.example.ExampleGatewayApplication;
+import io.kvroute.testkit.Await;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.io.InputStream;
@@ -52,7 +53,7 @@ final class GatewayFixture implements AutoCloseable {
         "--logging.level.root=WARN", "--kvroute.headers.enabled=true", "--kvroute.metrics.interval=200ms"));
     try {
       for (int i = 0; i < workers; i++) {
-        SimServer sim = SimServer.newBuilder().engine(engine).speedup(speedup).start();
+        SimServer sim = SimServer.newBuilder().engine(engine).speedup(speedup).build();
         sims.add(sim);
         args.add("--kvroute.workers[" + i + "].id=sim-" + i);
         args.add("--kvroute.workers[" + i + "].url=" + sim.baseUri());
@@ -129,13 +130,7 @@ final class GatewayFixture implements AutoCloseable {
   }
 
   static void await(BooleanSupplier condition, Duration timeout, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        fail("timed out after " + timeout + " waiting for " + what);
-      }
-      Thread.sleep(5);
-    }
+    Await.until(timeout, condition, () -> what);
   }
 
   @Override

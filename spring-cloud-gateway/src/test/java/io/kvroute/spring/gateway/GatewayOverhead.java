@@ -43,7 +43,7 @@ public final class GatewayOverhead {
     int requests = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
     int words = args.length > 1 ? Integer.parseInt(args[1]) : 1000;
     SimEngineConfig engine = SimEngineConfig.newBuilder().timing(TimingModel.ZERO).numBlocks(4096).build();
-    try (SimServer sim = SimServer.newBuilder().engine(engine).start()) {
+    try (SimServer sim = SimServer.newBuilder().engine(engine).build()) {
       measure(sim, requests, words, true);
       measure(sim, requests, words, false);
     }

@@ -12,9 +12,11 @@ import io.kvroute.BlockHasher;
 import io.kvroute.PrefixMatch;
 import io.kvroute.Router;
 import io.kvroute.WorkerId;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.sim.SimEngineConfig;
 import io.kvroute.sim.SimServer;
 import io.kvroute.sim.SimTokenizer;
+import io.kvroute.testkit.SseEvents;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -49,7 +51,7 @@ class KvRouteGatewayTest {
 
   @BeforeAll
   static void start() throws Exception {
-    gw = GatewayFixture.start(3, SimEngineConfig.ofDefaults(), 1.0, List.of(SlowRoute.class),
+    gw = GatewayFixture.start(3, SimEngineConfig.DEFAULT, 1.0, List.of(SlowRoute.class),
         "--kvroute.max-request-body=256KB");
   }
 
@@ -174,8 +176,8 @@ class KvRouteGatewayTest {
       if (turn == 0) {
         first = worker;
         assertEquals(0, cached);
-        int[] tokens = SimTokenizer.standard().encodeChat(List.of(new SimTokenizer.ChatMessage("system", system),
-            new SimTokenizer.ChatMessage("user", words("question0w", 20))));
+        int[] tokens = SimTokenizer.standard().encodeChat(List.of(new ChatMessage("system", system),
+            new ChatMessage("user", words("question0w", 20))));
         assertEquals(tokens.length, promptTokens, "the gateway and the engine tokenize the chat alike");
         awaitIndexed(worker, tokens);
       } else {
@@ -197,17 +199,9 @@ class KvRouteGatewayTest {
     WorkerId id = WorkerId.of(worker);
     int textEvents = 0;
     int completionTokens = -1;
-    boolean done = false;
-    try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
-      for (String line = in.readLine(); line != null; line = in.readLine()) {
-        if (!line.startsWith("data: ")) {
-          continue;
-        }
-        String data = line.substring(6);
-        if (data.equals("[DONE]")) {
-          done = true;
-          continue;
-        }
+    boolean done;
+    try (SseEvents events = new SseEvents(r.body())) {
+      for (String data = events.next(); data != null; data = events.next()) {
         JsonNode event = json(data);
         JsonNode choice = event.get("choices").size() > 0 ? event.get("choices").get(0) : null;
         JsonNode text = choice == null ? null : chat ? choice.get("delta").get("content") : choice.get("text");
@@ -224,6 +218,7 @@ class KvRouteGatewayTest {
           completionTokens = event.get("usage").get("completion_tokens").asInt();
         }
       }
+      done = events.done();
     }
     assertTrue(done, "the stream ends with [DONE]");
     assertEquals(120, completionTokens);

@@ -1,9 +1,8 @@
 package io.kvroute.spring.gateway;
 
 import io.kvroute.sim.SimTokenizer;
-import io.kvroute.transport.okhttp.ChatMessage;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.transport.okhttp.Tokenizer;
-import java.util.ArrayList;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 import org.springframework.context.annotation.Bean;
@@ -33,10 +32,6 @@ final class SimLocalTokenizer implements Tokenizer {
 
   @Override
   public int[] tokenizeChat(@Nullable String model, List<ChatMessage> messages) {
-    List<SimTokenizer.ChatMessage> converted = new ArrayList<>(messages.size());
-    for (ChatMessage m : messages) {
-      converted.add(new SimTokenizer.ChatMessage(m.role(), m.content()));
-    }
-    return tokenizer.encodeChat(converted);
+    return tokenizer.encodeChat(messages);
   }
 }

@@ -73,7 +73,7 @@ class WorkerFailureTest {
   @Test
   void aWorkerStoppedMidRunIsFailedOverThenEjectedAndTheLastOneGoneIsATypedError() throws Exception {
     // A long ejection backoff: no half-open probe of the dead worker within the test.
-    gw = GatewayFixture.start(2, SimEngineConfig.ofDefaults(), 1.0, List.of(SimLocalTokenizer.Config.class),
+    gw = GatewayFixture.start(2, SimEngineConfig.DEFAULT, 1.0, List.of(SimLocalTokenizer.Config.class),
         "--kvroute.health.eject-after-failures=3", "--kvroute.health.initial-backoff=60s",
         "--kvroute.health.max-backoff=60s");
     String prefix = words("sharedw", 256);

@@ -103,8 +103,8 @@ final class FrameCodec {
     }
   }
 
-  /** A bounds-checked cursor over one frame. */
-  private static final class Reader {
+  /** A bounds-checked cursor over one frame (or one warm-up snapshot, {@link Warmup}). */
+  static final class Reader {
     private final byte[] b;
     private int pos;
 
@@ -230,17 +230,23 @@ final class FrameCodec {
       }
     }
 
-    private int remaining() {
+    int remaining() {
       return b.length - pos;
     }
 
-    private void need(int n, String what) {
+    /** Skips {@code n} bytes already checked by {@link #need}. */
+    void skip(int n) {
+      need(n, "header");
+      pos += n;
+    }
+
+    void need(int n, String what) {
       if (b.length - pos < n) {
         throw new SyncFormatException("frame truncated in " + what + " at byte " + pos + " of " + b.length);
       }
     }
 
-    private long varint(String what) {
+    long varint(String what) {
       long v = 0;
       for (int shift = 0; shift < 64; shift += 7) {
         need(1, what);
@@ -256,7 +262,7 @@ final class FrameCodec {
       throw new SyncFormatException("varint longer than 10 bytes in " + what);
     }
 
-    private int count(String what, int max) {
+    int count(String what, int max) {
       long v = varint(what);
       if (v < 0 || v > max) {
         throw new SyncFormatException(what + " " + Long.toUnsignedString(v) + " exceeds " + max);
@@ -264,7 +270,7 @@ final class FrameCodec {
       return (int) v;
     }
 
-    private long fixedLong(String what) {
+    long fixedLong(String what) {
       need(8, what);
       long v = 0;
       for (int i = 0; i < 8; i++) {
@@ -273,7 +279,7 @@ final class FrameCodec {
       return v;
     }
 
-    private String string(String what) {
+    String string(String what) {
       int len = count(what + " length", MAX_NAME_BYTES);
       need(len, what);
       CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()

@@ -1,12 +1,11 @@
 package io.kvroute.sync.nats;
 
 import io.kvroute.WorkerId;
+import it.unimi.dsi.fastutil.objects.Object2IntOpenHashMap;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Accumulates the records of one delta or snapshot frame and encodes it in the layout of {@link FrameCodec}; not
@@ -20,7 +19,9 @@ final class FrameWriter {
   private int bodySize;
   private int records;
   private long baseId = -1;
-  private final Map<WorkerId, Integer> workerIndex = new HashMap<>();
+  // Open addressing: clearing and refilling it per frame allocates nothing (a HashMap would allocate a node per
+  // worker per frame, which with frames of a few records is bytes per booking on the selecting thread).
+  private final Object2IntOpenHashMap<WorkerId> workerIndex = newWorkerIndex();
   private final List<WorkerId> workers = new ArrayList<>();
   private int workerTableBytes;
 
@@ -143,8 +144,8 @@ final class FrameWriter {
   }
 
   private int workerIndex(WorkerId worker) {
-    Integer index = workerIndex.get(worker);
-    if (index != null) {
+    int index = workerIndex.getInt(worker);
+    if (index >= 0) {
       return index;
     }
     if (workers.size() >= FrameCodec.MAX_WORKERS) {
@@ -160,6 +161,12 @@ final class FrameWriter {
     workerIndex.put(worker, i);
     workerTableBytes += name.length + 2 * FrameCodec.MAX_VARINT;
     return i;
+  }
+
+  private static Object2IntOpenHashMap<WorkerId> newWorkerIndex() {
+    Object2IntOpenHashMap<WorkerId> map = new Object2IntOpenHashMap<>();
+    map.defaultReturnValue(-1);
+    return map;
   }
 
   private void putId(long id) {

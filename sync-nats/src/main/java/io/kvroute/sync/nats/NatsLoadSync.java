@@ -8,11 +8,18 @@ import io.nats.client.ConnectionListener;
 import io.nats.client.Consumer;
 import io.nats.client.Dispatcher;
 import io.nats.client.ErrorListener;
+import io.nats.client.JetStreamApiException;
+import io.nats.client.KeyValue;
+import io.nats.client.KeyValueManagement;
 import io.nats.client.Message;
 import io.nats.client.Nats;
 import io.nats.client.Options;
+import io.nats.client.api.KeyValueConfiguration;
+import io.nats.client.api.KeyValueEntry;
+import io.nats.client.api.StorageType;
 import it.unimi.dsi.fastutil.longs.Long2ObjectMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
@@ -42,15 +49,19 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  *
  * <p>Every replica publishes on one subject. Local deltas (booked with load keys, or with all block hashes in
- * approximate mode; first token; closed) are appended to a binary frame under a short lock; the first delta of a
- * batch wakes this sync's publisher thread, which publishes the batch {@link Builder#batchDelay} later: a selection
- * never touches the network. A frame with
+ * approximate mode; first token; closed) are appended to a binary frame under a short lock; the first delta after a
+ * quiet period wakes this sync's publisher thread, which publishes it at once and then collects a burst's further
+ * deltas for up to {@link Builder#batchDelay} per frame: a selection never touches the network. A frame with
  * nothing new is still sent every {@link Builder#heartbeatInterval} as a heartbeat; a peer not heard from within
  * {@link Builder#replicaTtl} is dropped from the view with all its load. Frames carry a per-instance sequence
  * number: a peer that missed frames (a gap), a new peer and a peer that restarted are asked for a snapshot of their
  * open bookings, which replaces what was known of them, so nothing is double-counted. While the NATS connection is
  * down the view holds local load only; on reconnect every replica publishes a snapshot and asks for everyone's.
  * The layout of frames is on {@code FrameCodec}; see the module README.
+ *
+ * <p>Optionally ({@link Builder#warmupBucket}) each replica also keeps a bounded snapshot of its recent
+ * approximate-mode predictions in a JetStream key-value bucket, from which a replica that starts later warms up its
+ * prediction index ({@link #warmUp()}), so that its first requests go where its peers' prefixes already are.
  */
 public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   static final System.Logger LOGGER = System.getLogger(NatsLoadSync.class.getName());
@@ -58,12 +69,13 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** The default subject all replicas of one gateway publish on. */
   public static final String DEFAULT_SUBJECT = "kvroute.load";
   /**
-   * By default the publisher waits this long after the first delta of a batch before publishing it: a peer learns of
-   * a booking about this late (plus NATS's sub-millisecond delivery), and under load one wake-up of the publisher
-   * carries every delta of the interval. In the replica experiment the p99 TTFT gap of 4 synced replicas to a single
-   * router grew with the delay (approximate mode at concurrency 24, 12 prefix kinds: +11% at 0.2 ms, +86% at 1 ms).
+   * By default a delta batched while the publisher is busy waits at most about this long: the first delta after a
+   * quiet period is published at once (a peer learns of it one NATS delivery later, tens of microseconds on a
+   * loopback or LAN), and during a burst the publisher polls at this interval instead of being woken per delta, so
+   * that the selecting threads pay one wake-up per quiet period, not per request. The value is the scale of one
+   * network round trip: waiting less would not make peers' views fresher than their own delivery latency does.
    */
-  public static final Duration DEFAULT_BATCH_DELAY = Duration.ofNanos(200_000);
+  public static final Duration DEFAULT_BATCH_DELAY = Duration.ofNanos(100_000);
   /** A replica publishes at least this often by default. */
   public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(1);
   /** A peer not heard from for this long is dropped by default: three missed heartbeats. */
@@ -72,10 +84,24 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   public static final Duration DEFAULT_SNAPSHOT_INTERVAL = Duration.ofSeconds(30);
   /** The default bound on one frame's size (NATS servers accept 1 MiB by default). */
   public static final int DEFAULT_MAX_FRAME_BYTES = 256 * 1024;
+  /** A replica rewrites its warm-up snapshot this often by default. */
+  public static final Duration DEFAULT_WARMUP_INTERVAL = Duration.ofSeconds(5);
+  /**
+   * Predictions older than this are neither written to nor taken from warm-up snapshots by default: the default
+   * prediction time to live of {@code RouterPolicy.approximate()}.
+   */
+  public static final Duration DEFAULT_WARMUP_MAX_AGE = Duration.ofSeconds(120);
+  /** The default bound on one warm-up snapshot (NATS servers accept 1 MiB messages by default). */
+  public static final int DEFAULT_WARMUP_MAX_BYTES = 512 * 1024;
+  /** Warm-up predictions are handed to the router at most this many hashes at a time. */
+  private static final int WARMUP_CHUNK = 4096;
+
   /** The default wait between reconnect attempts. */
   public static final Duration DEFAULT_RECONNECT_WAIT = Duration.ofMillis(250);
 
   private static final int MAX_QUEUED_FRAMES = 64;
+  /** After a publish the publisher polls this many batch delays before it parks until woken. */
+  static final int LINGER_POLLS = 4;
   // Writers kept for reuse (each holds up to maxFrameBytes): enough that a publisher lagging by a few frames, as on
   // a loaded machine, does not make the selecting threads allocate new ones.
   private static final int MAX_SPARE_WRITERS = 16;
@@ -95,11 +121,18 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final Duration reconnectWait;
   private final SyncListener listener;
   private final UnaryOperator<Options.Builder> optionsCustomizer;
+  private final @Nullable String warmupBucket;
+  private final long warmupIntervalNanos;
+  private final long warmupMaxAgeNanos;
+  private final int warmupMaxBytes;
+  private final @Nullable Warmup warmup;
 
   // Local state; guarded by `this`.
   private FrameWriter writer = new FrameWriter();
   private final ArrayDeque<FrameWriter> full = new ArrayDeque<>();
   private final ArrayDeque<FrameWriter> spare = new ArrayDeque<>();
+  // Empty heartbeat frames; used by the publisher only, under publishLock.
+  private final FrameWriter heartbeatWriter = new FrameWriter();
   // Sized so that it never shrinks (fastutil keeps the initial capacity), and its entries recycled: a booking costs
   // no allocation once the working set is reached.
   private final Long2ObjectOpenHashMap<Open> open = new Long2ObjectOpenHashMap<>(1024);
@@ -134,6 +167,17 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final AtomicLong bytesReceived = new AtomicLong();
   private final AtomicLong deltasDropped = new AtomicLong();
   private final AtomicLong snapshotsSent = new AtomicLong();
+  private final AtomicLong warmupBlocksApplied = new AtomicLong();
+  private final AtomicLong warmupSnapshotsWritten = new AtomicLong();
+  // The warm-up bucket's handle; guarded by warmupLock, as are the KV requests.
+  private final Object warmupLock = new Object();
+  private @Nullable KeyValue warmupStore;
+  private long warmupWrittenVersion = -1;
+  private @Nullable Thread warmupThread;
+  // Whether warmUp() ran (by the warm-up thread on the first connection, or called by the gateway).
+  private volatile boolean warmedUp;
+  // Decodes this replica's own delta frames for the warm-up table; guarded by publishLock.
+  private final Frame ownFrame = new Frame();
 
   /** One of this replica's open bookings, kept for snapshots. */
   private static final class Open {
@@ -158,35 +202,61 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     this.reconnectWait = b.reconnectWait;
     this.listener = b.listener;
     this.optionsCustomizer = b.optionsCustomizer;
+    this.warmupBucket = b.warmupBucket;
+    this.warmupIntervalNanos = b.warmupInterval.toNanos();
+    this.warmupMaxAgeNanos = b.warmupMaxAge.toNanos();
+    this.warmupMaxBytes = b.warmupMaxBytes;
+    this.warmup = b.warmupBucket == null ? null : new Warmup(Warmup.blocksFor(b.warmupMaxBytes));
   }
 
-  /** A builder; {@link Builder#servers} is required. */
+  /**
+   * A builder; {@link Builder#servers} is required.
+   *
+   * @return a new builder with the defaults documented on each setter
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
 
-  /** This replica's name, unique among the replicas sharing the subject. */
+  /**
+   * This replica's name, unique among the replicas sharing the subject.
+   *
+   * @return the name this replica publishes under, as given to {@link Builder#replicaName} or generated
+   */
   public String replicaName() {
     return replica;
   }
 
-  /** The peer replicas currently in the view. */
+  /**
+   * The peer replicas currently in the view.
+   *
+   * @return the names of the peers in the view (heard from within the replica TTL), not this replica; empty until
+   *     started and while alone
+   */
   public List<String> peers() {
     PeerTable p = peers;
     return p == null ? List.of() : p.peerNames();
   }
 
-  /** Whether the NATS connection is up. */
+  /**
+   * Whether the NATS connection is up.
+   *
+   * @return true while the NATS connection is established; false before start, while reconnecting and after close
+   */
   public boolean isConnected() {
     return connected;
   }
 
-  /** The current counters. */
+  /**
+   * The current counters.
+   *
+   * @return a new snapshot of the counters (each call allocates one; cheap enough for a metrics scrape)
+   */
   public SyncStats stats() {
     PeerTable p = peers;
     return new SyncStats(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
         p == null ? 0 : p.framesRejected(), deltasDropped.get(), snapshotsSent.get(), connected,
-        p == null ? java.util.Map.of() : p.peerSequences());
+        p == null ? java.util.Map.of() : p.peerSequences(), warmupSnapshotsWritten.get(), warmupBlocksApplied.get());
   }
 
   @Override
@@ -221,6 +291,12 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     t.setDaemon(true);
     publisher = t;
     t.start();
+    if (warmup != null) {
+      Thread w = new Thread(this::warmupLoop, "kvroute-sync-nats-warmup-" + replica);
+      w.setDaemon(true);
+      warmupThread = w;
+      w.start();
+    }
     Options.Builder options = new Options.Builder()
         .servers(servers.toArray(String[]::new))
         .connectionName("kvroute-sync-" + replica)
@@ -329,6 +405,16 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     }
   }
 
+  /**
+   * Under `this`: a writer for the selecting threads, from the pool when it has one. The pool is last in, first out,
+   * so the few writers in use are the ones already grown to a busy frame's size, and appending never grows a buffer
+   * once warm.
+   */
+  private FrameWriter takeSpare() {
+    FrameWriter next = spare.pollFirst();
+    return next != null ? next : new FrameWriter();
+  }
+
   /** Under `this`. */
   private void recycle(Open o) {
     o.worker = null;
@@ -350,8 +436,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       return;
     }
     full.addLast(writer);
-    FrameWriter next = spare.pollFirst();
-    writer = next != null ? next : new FrameWriter();
+    writer = takeSpare();
     if (full.size() > MAX_QUEUED_FRAMES) {
       deltasDropped.addAndGet(full.stream().mapToLong(FrameWriter::records).sum());
       full.forEach(FrameWriter::reset);
@@ -371,32 +456,34 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   }
 
   /**
-   * The publisher thread: parked while nothing is batched (a hook wakes it), else it waits the batch delay and
-   * publishes; between batches it sends snapshots, snapshot requests and heartbeats, and expires silent peers.
+   * The publisher thread: parked while nothing is batched (a hook wakes it, once per quiet period); woken, it
+   * publishes what is batched at once, then lingers four polls of the batch delay, publishing what
+   * came meanwhile, before it parks again, so that a burst's further deltas cost the selecting threads no wake-up.
+   * Between batches it sends snapshots, snapshot requests and heartbeats, and expires silent peers.
    */
   private void publishLoop() {
     long tick = Math.max(1_000_000L, Math.min(TICK_NANOS_MAX, heartbeatNanos / 4));
+    int polls = 0;
     while (!closed) {
       try {
         boolean batched;
         synchronized (this) {
           batched = hasBatch();
-          idle = !batched;
+          idle = !batched && polls == 0;
         }
         if (!batched) {
-          LockSupport.parkNanos(tick); // a hook's first delta wakes it early
+          // Lingering after a publish, the hooks do not wake it: it polls. Idle, a hook's first delta wakes it.
+          LockSupport.parkNanos(polls > 0 ? batchNanos : tick);
           synchronized (this) {
             idle = false;
             batched = hasBatch();
           }
         }
-        if (batched && batchNanos > 0) {
-          LockSupport.parkNanos(batchNanos);
-        }
         if (closed) {
           return;
         }
         duties(System.nanoTime());
+        polls = batched && batchNanos > 0 ? LINGER_POLLS : Math.max(0, polls - 1);
       } catch (Throwable t) {
         LOGGER.log(System.Logger.Level.WARNING, "sync publisher failed; continuing", t);
       }
@@ -457,12 +544,12 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         }
         if (takeCurrent && writer.records() > 0) {
           batch.add(writer);
-          FrameWriter next = spare.pollFirst();
-          writer = next != null ? next : new FrameWriter();
+          writer = takeSpare();
         }
       }
       if (batch.isEmpty() && heartbeat) {
-        batch.add(new FrameWriter());
+        publish(c, heartbeatWriter.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
+        return true;
       }
       for (FrameWriter w : batch) {
         publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
@@ -497,7 +584,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         full.clear();
         if (writer.records() > 0) {
           pending.add(writer);
-          writer = new FrameWriter();
+          writer = takeSpare();
         }
         snapshotDue = false;
         // Copied under the lock (entries are recycled once closed): about 20 longs per booking.
@@ -529,6 +616,13 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       }
       for (FrameWriter w : pending) {
         publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
+      }
+      synchronized (this) {
+        for (FrameWriter w : pending) {
+          if (spare.size() < MAX_SPARE_WRITERS) {
+            spare.addFirst(w);
+          }
+        }
       }
       long snapshotId = seq + 1;
       int part = 0;
@@ -577,6 +671,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** Under publishLock. */
   private void publish(Connection c, byte[] bytes) {
     lastSequence = seq;
+    if (warmup != null && bytes.length > 3 && bytes[3] == Frame.DELTAS) {
+      rememberPredictions(bytes);
+    }
     try {
       c.publish(subject, bytes);
       framesSent.incrementAndGet();
@@ -589,6 +686,212 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       LOGGER.log(System.Logger.Level.DEBUG, "publish failed", e);
     }
     lastPublishNanos = System.nanoTime();
+  }
+
+  /** Under publishLock: enters this replica's predicted bookings of a delta frame into the warm-up table. */
+  private void rememberPredictions(byte[] bytes) {
+    try {
+      FrameCodec.decode(bytes, ownFrame);
+    } catch (SyncFormatException e) {
+      return; // cannot happen for a frame this sync encoded
+    }
+    long now = System.nanoTime();
+    for (int i = 0; i < ownFrame.recordCount; i++) {
+      if (ownFrame.tags[i] == Frame.BOOK_PREDICTED) {
+        warmup.record(ownFrame.worker(i), ownFrame.keys, ownFrame.keyOffset[i], ownFrame.keyCount[i], now);
+      }
+    }
+  }
+
+  /**
+   * The warm-up thread: once connected, warms the router's prediction index from the peers' snapshots (once per
+   * instance), then rewrites this replica's snapshot every warm-up interval when it changed. JetStream requests
+   * block, so they never run on the publisher or a selecting thread.
+   */
+  private void warmupLoop() {
+    boolean warmed = false;
+    long nextWrite = System.nanoTime() + warmupIntervalNanos;
+    long tick = Math.max(1_000_000L, Math.min(100_000_000L, warmupIntervalNanos / 4));
+    while (!closed) {
+      LockSupport.parkNanos(tick);
+      if (closed || !connected) {
+        continue;
+      }
+      try {
+        if (!warmed && !warmedUp) {
+          warmUp();
+        }
+        warmed = true;
+        if (System.nanoTime() - nextWrite >= 0) {
+          writeWarmup();
+          nextWrite = System.nanoTime() + warmupIntervalNanos;
+        }
+      } catch (Throwable t) {
+        LOGGER.log(System.Logger.Level.DEBUG, "sync warm-up failed; retrying", t);
+      }
+    }
+  }
+
+  /**
+   * Reads every peer's warm-up snapshot from the JetStream bucket and enters their predictions into the router's
+   * prediction index now. Predictions for workers the router does not know are dropped, so a gateway should call
+   * this once after adding its workers (before taking traffic); if it has not by the time the connection first
+   * comes up, this sync's warm-up thread calls it then (applying a snapshot twice only renews its predictions).
+   * Blocks on JetStream requests: never call it on a selecting thread.
+   *
+   * @return the predicted blocks handed to the router (0 while disconnected)
+   * @throws IllegalStateException if no {@link Builder#warmupBucket} is set or the router is not built yet
+   */
+  public int warmUp() {
+    if (warmup == null) {
+      throw new IllegalStateException("no warmupBucket is configured");
+    }
+    RemoteLoad v;
+    synchronized (this) {
+      v = view;
+    }
+    if (v == null) {
+      throw new IllegalStateException("this NatsLoadSync is not bound to a router yet");
+    }
+    int applied = 0;
+    synchronized (warmupLock) {
+      KeyValue kv = warmupStore();
+      if (kv == null) {
+        return 0;
+      }
+      List<String> keys;
+      try {
+        keys = kv.keys();
+      } catch (IOException | JetStreamApiException e) {
+        warmupStore = null;
+        LOGGER.log(System.Logger.Level.DEBUG, "listing warm-up snapshots failed", e);
+        return 0;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return 0;
+      }
+      String own = warmupKey(replica);
+      long nowMillis = System.currentTimeMillis();
+      for (String key : keys) {
+        if (key.equals(own)) {
+          continue;
+        }
+        try {
+          KeyValueEntry entry = kv.get(key);
+          byte[] value = entry == null ? null : entry.getValue();
+          if (value == null) {
+            continue;
+          }
+          Warmup.Snapshot snapshot = Warmup.decode(value);
+          if (snapshot.blockSize() != v.blockSize()
+              || nowMillis - snapshot.writtenAtMillis() > warmupMaxAgeNanos / 1_000_000) {
+            continue;
+          }
+          for (int w = 0; w < snapshot.workers().size(); w++) {
+            long[] hashes = snapshot.hashes().get(w);
+            for (int from = 0; from < hashes.length; from += WARMUP_CHUNK) {
+              int n = Math.min(WARMUP_CHUNK, hashes.length - from);
+              v.predicted(snapshot.workers().get(w), java.util.Arrays.copyOfRange(hashes, from, from + n), n);
+              applied += n;
+            }
+          }
+        } catch (SyncFormatException e) {
+          PeerTable p = peers;
+          if (p != null) {
+            p.rejected("malformed warm-up snapshot " + key + " in bucket " + warmupBucket + ": " + e.getMessage());
+          }
+        } catch (IOException | JetStreamApiException e) {
+          LOGGER.log(System.Logger.Level.DEBUG, "reading warm-up snapshot " + key + " failed", e);
+        }
+      }
+    }
+    warmedUp = true;
+    warmupBlocksApplied.addAndGet(applied);
+    return applied;
+  }
+
+  /**
+   * Writes this replica's warm-up snapshot (its predictions of the last {@link Builder#warmupMaxAge}, at most
+   * {@link Builder#warmupMaxBytes}) to the JetStream bucket now, if it changed since the last write; this sync does
+   * so every {@link Builder#warmupInterval} and when closed. Blocks on a JetStream request: never call it on a
+   * selecting thread.
+   *
+   * @return whether a snapshot was written
+   * @throws IllegalStateException if no {@link Builder#warmupBucket} is set
+   */
+  public boolean writeWarmup() {
+    if (warmup == null) {
+      throw new IllegalStateException("no warmupBucket is configured");
+    }
+    synchronized (warmupLock) {
+      long version = warmup.version();
+      if (version == warmupWrittenVersion || blockSize == 0) {
+        return false;
+      }
+      KeyValue kv = warmupStore();
+      if (kv == null) {
+        return false;
+      }
+      byte[] bytes = warmup.encode(blockSize, System.nanoTime(), warmupMaxAgeNanos, System.currentTimeMillis());
+      try {
+        kv.put(warmupKey(replica), bytes);
+      } catch (IOException | JetStreamApiException e) {
+        warmupStore = null;
+        LOGGER.log(System.Logger.Level.DEBUG, "writing the warm-up snapshot failed", e);
+        return false;
+      }
+      warmupWrittenVersion = version;
+      warmupSnapshotsWritten.incrementAndGet();
+      return true;
+    }
+  }
+
+  /** Under warmupLock: the bucket, created if missing; null while disconnected or without JetStream. */
+  private @Nullable KeyValue warmupStore() {
+    Connection c = connection;
+    if (!connected || c == null) {
+      return null;
+    }
+    if (warmupStore != null) {
+      return warmupStore;
+    }
+    try {
+      KeyValueManagement kvm = c.keyValueManagement();
+      try {
+        kvm.getStatus(warmupBucket);
+      } catch (JetStreamApiException missing) {
+        try {
+          kvm.create(KeyValueConfiguration.builder().name(warmupBucket).maxHistoryPerKey(1)
+              .ttl(Duration.ofNanos(warmupMaxAgeNanos)).maximumValueSize(warmupMaxBytes)
+              .storageType(StorageType.File).build());
+        } catch (JetStreamApiException raced) {
+          kvm.getStatus(warmupBucket); // another replica created it meanwhile
+        }
+      }
+      warmupStore = c.keyValue(warmupBucket);
+      return warmupStore;
+    } catch (IOException | JetStreamApiException e) {
+      LOGGER.log(System.Logger.Level.WARNING, "warm-up bucket " + warmupBucket + " is unavailable (is JetStream "
+          + "enabled on the server, nats-server -js?): " + e.getMessage());
+      return null;
+    }
+  }
+
+  /** A JetStream key for a replica name: its characters outside {@code [A-Za-z0-9_-]} replaced, plus a hash. */
+  static String warmupKey(String replica) {
+    StringBuilder key = new StringBuilder(replica.length() + 9);
+    boolean replaced = false;
+    for (int i = 0; i < replica.length(); i++) {
+      char ch = replica.charAt(i);
+      boolean ok = ch == '-' || ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+          || (ch >= '0' && ch <= '9');
+      key.append(ok ? ch : '_');
+      replaced |= !ok;
+    }
+    if (replaced) {
+      key.append('.').append(Integer.toHexString(replica.hashCode()));
+    }
+    return key.toString();
   }
 
   private void connectionEvent(Connection conn, ConnectionListener.Events event) {
@@ -708,6 +1011,21 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+    Thread w = warmupThread;
+    if (w != null) {
+      LockSupport.unpark(w);
+      try {
+        w.join(2000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      try {
+        publishDeltas(false); // what is still batched, so its predictions reach the table
+        writeWarmup(); // the last predictions, for whoever starts next
+      } catch (RuntimeException e) {
+        LOGGER.log(System.Logger.Level.DEBUG, "final warm-up write failed", e);
+      }
+    }
     Connection c = connection;
     if (c != null) {
       synchronized (publishLock) {
@@ -764,12 +1082,18 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     private Duration reconnectWait = DEFAULT_RECONNECT_WAIT;
     private SyncListener listener = SyncListener.NONE;
     private UnaryOperator<Options.Builder> optionsCustomizer = UnaryOperator.identity();
+    private @Nullable String warmupBucket;
+    private Duration warmupInterval = DEFAULT_WARMUP_INTERVAL;
+    private Duration warmupMaxAge = DEFAULT_WARMUP_MAX_AGE;
+    private int warmupMaxBytes = DEFAULT_WARMUP_MAX_BYTES;
 
     private Builder() {}
 
     /**
      * The NATS servers to connect to, such as {@code nats://10.0.0.9:4222}; required.
      *
+     * @param urls one or more NATS server URLs; the client fails over between them
+     * @return this builder
      * @throws IllegalArgumentException if none is given or one is blank
      */
     public Builder servers(String... urls) {
@@ -792,6 +1116,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * The subject the replicas of one gateway share (default {@value #DEFAULT_SUBJECT}); replicas on different
      * subjects do not see each other.
      *
+     * @param subject a NATS subject without whitespace or wildcards ({@code *}, {@code >})
+     * @return this builder
      * @throws IllegalArgumentException if blank or containing whitespace or wildcards
      */
     public Builder subject(String subject) {
@@ -806,6 +1132,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * This replica's name, unique among the replicas (default: host name, process id and a random suffix).
      *
+     * @param name the replica's name, at most 255 UTF-8 bytes
+     * @return this builder
      * @throws IllegalArgumentException if blank or longer than 255 UTF-8 bytes
      */
     public Builder replicaName(String name) {
@@ -819,9 +1147,13 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     }
 
     /**
-     * How long the publisher waits after the first delta of a batch before publishing it, letting more deltas join
-     * (default 200 µs); zero publishes at once (a batch is then what accumulated while the previous one was sent).
+     * The longest a delta waits for the publisher during a burst (default 100 µs): the first delta after a quiet
+     * period is published at once, and for four batch delays after each publish the publisher
+     * polls at this interval rather than being woken by each delta; zero wakes it for every quiet-to-busy change and
+     * a batch is then what accumulated while the previous one was sent.
      *
+     * @param delay the poll interval while lingering, in [0, 1 s]
+     * @return this builder
      * @throws IllegalArgumentException if negative or above one second
      */
     public Builder batchDelay(Duration delay) {
@@ -836,6 +1168,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * Publishes deltas only when {@link NatsLoadSync#flush()} is called, never on the publisher thread (which still
      * sends heartbeats while nothing is batched, snapshots and requests); for simulations on a virtual clock.
+     *
+     * @return this builder
      */
     public Builder manualFlush() {
       this.manualFlush = true;
@@ -845,6 +1179,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * The longest silence before an empty frame is published as a heartbeat (default 1 s).
      *
+     * @param interval the heartbeat interval, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder heartbeatInterval(Duration interval) {
@@ -856,6 +1192,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * How long a silent peer stays in the view (default 3 s); must exceed the heartbeat interval, checked in
      * {@link #build()}.
      *
+     * @param ttl the peer time-to-live, positive and above the heartbeat interval
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder replicaTtl(Duration ttl) {
@@ -867,6 +1205,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * How often the full state is republished regardless of gaps (default 30 s); zero means only on connect and on
      * request.
      *
+     * @param interval the snapshot interval, zero or positive
+     * @return this builder
      * @throws IllegalArgumentException if negative
      */
     public Builder snapshotInterval(Duration interval) {
@@ -881,6 +1221,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     /**
      * The bound on a frame's payload (default 256 KiB); keep it below the server's {@code max_payload}.
      *
+     * @param bytes the largest frame payload in bytes, from 4096 to 64 MiB
+     * @return this builder
      * @throws IllegalArgumentException if below 4 KiB or above 64 MiB
      */
     public Builder maxFrameBytes(int bytes) {
@@ -895,6 +1237,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * The wait between reconnect attempts (default 250 ms): the view recovers about this soon after the server
      * returns.
      *
+     * @param wait the reconnect wait, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder reconnectWait(Duration wait) {
@@ -902,21 +1246,104 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       return this;
     }
 
+    /**
+     * Receives the sync's events (peers joining and leaving, gaps, snapshots, rejected frames, connection changes); the
+     * default ignores them. Called on the NATS dispatcher and publisher threads; a listener that throws is logged and
+     * never stops the sync.
+     *
+     * @param listener the listener, not null
+     * @return this builder
+     */
     public Builder listener(SyncListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
       return this;
     }
 
     /**
+     * Keeps this replica's recent approximate-mode predictions in the JetStream key-value bucket {@code bucket}
+     * (created if missing, one key per replica, entries expiring after {@link #warmupMaxAge}; the server must run
+     * JetStream, {@code nats-server -js}), and warms the router's prediction index from its peers' entries when it
+     * first connects, so that a new replica routes its first requests to the workers its peers already filled.
+     * Off by default (nothing is persisted).
+     *
+     * @param bucket the bucket's name, shared by the replicas of one gateway
+     * @return this builder
+     * @throws IllegalArgumentException if the name is blank, longer than 64 characters or has characters outside
+     *     {@code [A-Za-z0-9_-]}
+     */
+    public Builder warmupBucket(String bucket) {
+      Objects.requireNonNull(bucket, "bucket");
+      if (bucket.isEmpty() || bucket.length() > 64 || !bucket.chars().allMatch(ch -> ch == '-' || ch == '_'
+          || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))) {
+        throw new IllegalArgumentException("warmupBucket must be 1 to 64 characters of [A-Za-z0-9_-] but was '"
+            + bucket + "'");
+      }
+      this.warmupBucket = bucket;
+      return this;
+    }
+
+    /**
+     * How often this replica rewrites its warm-up snapshot when its predictions changed (default 5 s); it also
+     * writes one when closed.
+     *
+     * @param interval positive
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder warmupInterval(Duration interval) {
+      this.warmupInterval = positive(interval, "warmupInterval");
+      return this;
+    }
+
+    /**
+     * Predictions older than this are left out of warm-up snapshots, and snapshots written longer ago than this are
+     * not applied (default 120 s, {@code RouterPolicy.approximate()}'s prediction time to live; set it to the TTL
+     * of the router's approximate policy). Applied predictions live for the router's own TTL from then.
+     *
+     * @param maxAge positive
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder warmupMaxAge(Duration maxAge) {
+      this.warmupMaxAge = positive(maxAge, "warmupMaxAge");
+      return this;
+    }
+
+    /**
+     * The bound on one warm-up snapshot (default 512 KiB, about 65,000 block hashes; the least recently predicted
+     * are left out beyond it); keep it below the server's {@code max_payload}.
+     *
+     * @param bytes in [8 KiB, 64 MiB]
+     * @return this builder
+     * @throws IllegalArgumentException if outside that range
+     */
+    public Builder warmupMaxBytes(int bytes) {
+      if (bytes < 8192 || bytes > 64 << 20) {
+        throw new IllegalArgumentException("warmupMaxBytes must be in [8192, 67108864] but was " + bytes);
+      }
+      this.warmupMaxBytes = bytes;
+      return this;
+    }
+
+    /**
      * Adjusts the NATS client options (credentials, TLS, timeouts) after this builder's defaults; echo is always
      * off and the connection listener always this sync's.
+     *
+     * @param customizer applied to the NATS {@code Options.Builder} this builder prepared; returns the builder to use
+     * @return this builder
      */
     public Builder natsOptions(UnaryOperator<Options.Builder> customizer) {
       this.optionsCustomizer = Objects.requireNonNull(customizer, "customizer");
       return this;
     }
 
-    /** @throws IllegalStateException if no server is set, or the TTL is not above the heartbeat interval */
+    /**
+     * Builds the sync.
+     *
+     * @return a new sync, not yet connected: it connects when the router it is given to
+     *     ({@link io.kvroute.Router.Builder#sharedLoad}) starts it
+     * @throws IllegalStateException if no server is set, or the TTL is not above the heartbeat interval
+     */
     public NatsLoadSync build() {
       if (servers.isEmpty()) {
         throw new IllegalStateException("servers are required");

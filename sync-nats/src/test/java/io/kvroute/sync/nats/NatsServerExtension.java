@@ -1,5 +1,6 @@
 package io.kvroute.sync.nats;
 
+import io.kvroute.testkit.NatsServer;
 import java.io.IOException;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvroute.testkit.NatsServer;
 import io.nats.client.Connection;
 import io.nats.client.Message;
 import io.nats.client.Nats;

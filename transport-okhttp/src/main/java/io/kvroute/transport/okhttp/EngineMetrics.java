@@ -26,6 +26,14 @@ public record EngineMetrics(WorkerId worker, int running, int waiting, double kv
     long prefixCacheHits, long observedAtNanos) {
 
   /**
+   * @param worker the worker scraped, not null
+   * @param running requests running on the engine, zero or more
+   * @param waiting requests waiting on the engine, zero or more
+   * @param kvCacheUsage fraction of KV cache blocks in use, from 0 to 1
+   * @param prefixCacheQueries prompt tokens looked up in the prefix cache since the engine started, or -1 if not
+   *     exported
+   * @param prefixCacheHits prompt tokens found in the prefix cache since the engine started, or -1 if not exported
+   * @param observedAtNanos when the response was read, in nanoseconds of the scraper's ticker
    * @throws NullPointerException if {@code worker} is null
    * @throws IllegalArgumentException if a count is negative (other than -1 for absent counters) or the usage is
    *     outside [0, 1]
@@ -45,12 +53,20 @@ public record EngineMetrics(WorkerId worker, int running, int waiting, double kv
     }
   }
 
-  /** The load to hand the router: running, waiting, usage and the observation time. */
+  /**
+   * The load to hand the router: running, waiting, usage and the observation time.
+   *
+   * @return the engine load this snapshot reports, for {@link io.kvroute.Router#updateLoad}
+   */
   public EngineLoad toEngineLoad() {
     return new EngineLoad(running, waiting, kvCacheUsage, observedAtNanos);
   }
 
-  /** Whether the engine exported both prefix cache counters. */
+  /**
+   * Whether the engine exported both prefix cache counters.
+   *
+   * @return true if both prefix cache counters are present (neither is -1)
+   */
   public boolean hasPrefixCacheCounters() {
     return prefixCacheQueries >= 0 && prefixCacheHits >= 0;
   }
@@ -58,6 +74,8 @@ public record EngineMetrics(WorkerId worker, int running, int waiting, double kv
   /**
    * The share of queried prompt tokens found in the prefix cache since the engine started, or NaN when it has
    * answered no query or does not export the counters.
+   *
+   * @return the lifetime hit rate in [0, 1], or NaN
    */
   public double lifetimeHitRate() {
     return hasPrefixCacheCounters() && prefixCacheQueries > 0 ? (double) prefixCacheHits / prefixCacheQueries
@@ -69,6 +87,8 @@ public record EngineMetrics(WorkerId worker, int running, int waiting, double kv
    * tokens were queried in between or a snapshot lacks the counters. When the counters went backwards (the engine
    * restarted), the rate since the restart is returned.
    *
+   * @param earlier an earlier snapshot of the same worker
+   * @return the hit rate over the interval in [0, 1], or NaN
    * @throws IllegalArgumentException if {@code earlier} is of another worker
    */
   public double hitRateSince(EngineMetrics earlier) {

@@ -151,6 +151,8 @@ public final class EngineMetricsScraper implements AutoCloseable {
   /**
    * Returns a builder scraping the workers of {@code router}.
    *
+   * @param router the router whose registered workers are scraped and whose loads are updated
+   * @return a new builder
    * @throws NullPointerException if {@code router} is null
    */
   public static Builder newBuilder(Router router) {
@@ -190,27 +192,49 @@ public final class EngineMetricsScraper implements AutoCloseable {
     }
   }
 
-  /** The last metrics read from {@code worker}, if any was read while it was registered. */
+  /**
+   * The last metrics read from {@code worker}, if any was read while it was registered.
+   *
+   * @param worker the worker's id
+   * @return the last metrics read from it, or empty if none was read (or it is not registered)
+   */
   public Optional<EngineMetrics> metrics(WorkerId worker) {
     return Optional.ofNullable(latest.get(worker));
   }
 
-  /** The last metrics of every registered worker that has been scraped. */
+  /**
+   * The last metrics of every registered worker that has been scraped.
+   *
+   * @return an immutable copy, by worker id, of each scraped worker's last metrics
+   */
   public Map<WorkerId, EngineMetrics> allMetrics() {
     return Map.copyOf(latest);
   }
 
-  /** Scrapes that succeeded and updated a load. */
+  /**
+   * Scrapes that succeeded and updated a load.
+   *
+   * @return the count of successful scrapes since the scraper was built
+   */
   public long scrapeCount() {
     return scrapes.sum();
   }
 
-  /** Scrapes that failed for {@code failure}. */
+  /**
+   * Scrapes that failed for {@code failure}.
+   *
+   * @param failure the kind of failure to count
+   * @return the count of such failed scrapes since the scraper was built
+   */
   public long failureCount(ScrapeFailure failure) {
     return failures[failure.ordinal()].sum();
   }
 
-  /** Scrapes that failed, for any reason. */
+  /**
+   * Scrapes that failed, for any reason.
+   *
+   * @return the count of failed scrapes of every kind since the scraper was built
+   */
   public long failureCount() {
     long sum = 0;
     for (LongAdder adder : failures) {
@@ -219,7 +243,11 @@ public final class EngineMetricsScraper implements AutoCloseable {
     return sum;
   }
 
-  /** Lines of otherwise readable responses that could not be parsed and were skipped. */
+  /**
+   * Lines of otherwise readable responses that could not be parsed and were skipped.
+   *
+   * @return the count of skipped lines since the scraper was built
+   */
   public long malformedLineCount() {
     return malformedLines.sum();
   }
@@ -442,6 +470,9 @@ public final class EngineMetricsScraper implements AutoCloseable {
     /**
      * The client to derive the scraper's from (sharing its connection pool and dispatcher; it is not shut down by
      * {@link #close}). Default: a client of the scraper's own.
+     *
+     * @param client the client to derive from, not null
+     * @return this builder
      */
     public Builder client(OkHttpClient client) {
       this.client = Objects.requireNonNull(client, "client");
@@ -451,6 +482,9 @@ public final class EngineMetricsScraper implements AutoCloseable {
     /**
      * The scheduler to run rounds on (it is not shut down by {@link #close}; a round only starts calls, so a shared
      * scheduler is fine). Default: one daemon thread of the scraper's own.
+     *
+     * @param executor the scheduler, not null
+     * @return this builder
      */
     public Builder executor(ScheduledExecutorService executor) {
       this.executor = Objects.requireNonNull(executor, "executor");
@@ -460,10 +494,12 @@ public final class EngineMetricsScraper implements AutoCloseable {
     /**
      * The delay from the start of one round to the start of the next (default {@link #DEFAULT_INTERVAL}).
      *
+     * @param interval the round interval, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder interval(Duration interval) {
-      this.interval = positive(interval, "interval");
+      this.interval = Checks.positive("interval", interval);
       return this;
     }
 
@@ -471,10 +507,12 @@ public final class EngineMetricsScraper implements AutoCloseable {
      * The bound of each scrape, from the start of the call to the last byte read (default
      * {@link #DEFAULT_TIMEOUT}).
      *
+     * @param timeout the bound of one scrape, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder timeout(Duration timeout) {
-      this.timeout = positive(timeout, "timeout");
+      this.timeout = Checks.positive("timeout", timeout);
       return this;
     }
 
@@ -482,17 +520,21 @@ public final class EngineMetricsScraper implements AutoCloseable {
      * Larger responses are counted as {@link ScrapeFailure#TOO_LARGE} and not parsed (default
      * {@link #DEFAULT_MAX_RESPONSE_BYTES}).
      *
+     * @param maxResponseBytes the largest response accepted, in bytes, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder maxResponseBytes(long maxResponseBytes) {
-      if (maxResponseBytes <= 0 || maxResponseBytes == Long.MAX_VALUE) {
-        throw new IllegalArgumentException("maxResponseBytes must be positive but was " + maxResponseBytes);
-      }
-      this.maxResponseBytes = maxResponseBytes;
+      this.maxResponseBytes = Checks.byteLimit("maxResponseBytes", maxResponseBytes);
       return this;
     }
 
-    /** The name of the worker endpoint to scrape (default {@link Worker#HTTP}). */
+    /**
+     * The name of the worker endpoint to scrape (default {@link Worker#HTTP}).
+     *
+     * @param endpointName an endpoint name of the workers, such as {@link Worker#HTTP}
+     * @return this builder
+     */
     public Builder endpointName(String endpointName) {
       this.endpointName = Objects.requireNonNull(endpointName, "endpointName");
       return this;
@@ -501,6 +543,8 @@ public final class EngineMetricsScraper implements AutoCloseable {
     /**
      * The metrics path, appended to the endpoint's path (default {@link #DEFAULT_PATH}).
      *
+     * @param path the path, starting with '/'
+     * @return this builder
      * @throws IllegalArgumentException if it does not start with '/'
      */
     public Builder path(String path) {
@@ -512,13 +556,21 @@ public final class EngineMetricsScraper implements AutoCloseable {
      * Counts, for a worker of data-parallel rank {@code r}, only the samples whose label {@code engineLabel} is
      * {@code r} (vLLM labels each engine core's metrics with {@code engine}), for deployments that register each
      * rank of one server as its own worker. Default null: every label set counts.
+     *
+     * @param engineLabel the label name carrying the rank, such as {@code engine}, or null for none
+     * @return this builder
      */
     public Builder engineLabel(@Nullable String engineLabel) {
       this.engineLabel = engineLabel;
       return this;
     }
 
-    /** Hears every scrape's outcome (default {@link ScrapeListener#NONE}). */
+    /**
+     * Hears every scrape's outcome (default {@link ScrapeListener#NONE}).
+     *
+     * @param listener the listener, not null; it is called on OkHttp's threads and must not block
+     * @return this builder
+     */
     public Builder listener(ScrapeListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
       return this;
@@ -527,23 +579,22 @@ public final class EngineMetricsScraper implements AutoCloseable {
     /**
      * The clock that stamps {@link EngineMetrics#observedAtNanos}; use the router's (default
      * {@link Ticker#systemTicker()}, as the router's default).
+     *
+     * @param ticker the clock, not null; the router's, so observation times compare with its own
+     * @return this builder
      */
     public Builder ticker(Ticker ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 
-    /** Builds the scraper; it scrapes nothing until {@link EngineMetricsScraper#start} or {@code scrapeNow}. */
+    /**
+     * Builds the scraper; it scrapes nothing until {@link EngineMetricsScraper#start} or {@code scrapeNow}.
+     *
+     * @return a new, not yet started scraper
+     */
     public EngineMetricsScraper build() {
       return new EngineMetricsScraper(this);
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive but was " + d);
-      }
-      return d;
     }
   }
 }

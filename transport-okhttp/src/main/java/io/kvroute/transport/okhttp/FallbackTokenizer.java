@@ -2,6 +2,7 @@ package io.kvroute.transport.okhttp;
 
 import static java.lang.System.Logger.Level.DEBUG;
 
+import io.kvroute.openai.ChatMessage;
 import java.io.IOException;
 import java.util.List;
 import java.util.Objects;

@@ -48,43 +48,73 @@ public final class ForwardRequest {
    *
    * @param path the API path with any query, for example {@code /v1/completions}, appended to the worker's
    *     endpoint
+   * @param body the request body, sent as given (not copied; do not modify it afterwards)
+   * @return a new builder
    * @throws IllegalArgumentException if {@code path} does not start with '/'
    */
   public static Builder newBuilder(String path, byte[] body) {
     return new Builder(path, body);
   }
 
-  /** The API path, appended to the worker's endpoint. */
+  /**
+   * The API path, appended to the worker's endpoint.
+   *
+   * @return the path, starting with '/', possibly with a query
+   */
   public String path() {
     return path;
   }
 
-  /** The body sent upstream, as given. */
+  /**
+   * The body sent upstream, as given.
+   *
+   * @return the body bytes, the same array the builder was given
+   */
   public byte[] body() {
     return body;
   }
 
-  /** The prompt's token ids, or null to have the forwarder's tokenizer read them from the body. */
+  /**
+   * The prompt's token ids, or null to have the forwarder's tokenizer read them from the body.
+   *
+   * @return the token ids, or null when the forwarder's tokenizer reads them from the body
+   */
   public int @Nullable [] tokens() {
     return tokens;
   }
 
-  /** Headers sent upstream. */
+  /**
+   * Headers sent upstream.
+   *
+   * @return the headers to send upstream, never null (possibly empty)
+   */
   public Headers headers() {
     return headers;
   }
 
-  /** The body's content type. */
+  /**
+   * The body's content type.
+   *
+   * @return the media type of the body, {@link #DEFAULT_CONTENT_TYPE} unless set
+   */
   public String contentType() {
     return contentType;
   }
 
-  /** The model routing is restricted to (workers serving it or any model), or null for no restriction. */
+  /**
+   * The model routing is restricted to (workers serving it or any model), or null for no restriction.
+   *
+   * @return the model name, or null for no restriction
+   */
   public @Nullable String model() {
     return model;
   }
 
-  /** Further routing options, applied to each attempt's {@link RouteRequest.Builder}. */
+  /**
+   * Further routing options, applied to each attempt's {@link RouteRequest.Builder}.
+   *
+   * @return the routing options applied to every attempt, a no-op by default
+   */
   public Consumer<RouteRequest.Builder> routeOptions() {
     return routeOptions;
   }
@@ -132,6 +162,8 @@ public final class ForwardRequest {
      * The prompt's token ids, as the engine will see them; without them the forwarder's {@link Tokenizer} reads
      * the body.
      *
+     * @param tokens the token ids, not empty (not copied)
+     * @return this builder
      * @throws IllegalArgumentException if empty
      */
     public Builder tokens(int[] tokens) {
@@ -148,6 +180,9 @@ public final class ForwardRequest {
      * {@code Accept-Encoding}: OkHttp negotiates and decompresses gzip) are not forwarded, so a gateway may pass
      * its client's headers as they came.
      *
+     * @param name the header name
+     * @param value the header value
+     * @return this builder
      * @throws IllegalArgumentException if the name or value is not a valid header
      */
     public Builder header(String name, String value) {
@@ -155,7 +190,12 @@ public final class ForwardRequest {
       return this;
     }
 
-    /** Adds all these headers. */
+    /**
+     * Adds all these headers.
+     *
+     * @param headers the headers to add, in order (the same exclusions as {@link #header} apply)
+     * @return this builder
+     */
     public Builder headers(Headers headers) {
       this.headers.addAll(headers);
       return this;
@@ -164,6 +204,8 @@ public final class ForwardRequest {
     /**
      * The body's content type (default {@link #DEFAULT_CONTENT_TYPE}).
      *
+     * @param contentType a media type, such as {@code application/json; charset=utf-8}
+     * @return this builder
      * @throws IllegalArgumentException if it is not a media type
      */
     public Builder contentType(String contentType) {
@@ -172,7 +214,12 @@ public final class ForwardRequest {
       return this;
     }
 
-    /** Restricts routing to workers serving {@code model} (or any model); null for none (default). */
+    /**
+     * Restricts routing to workers serving {@code model} (or any model); null for none (default).
+     *
+     * @param model the model name the body asks for, or null
+     * @return this builder
+     */
     public Builder model(@Nullable String model) {
       this.model = model;
       return this;
@@ -181,6 +228,9 @@ public final class ForwardRequest {
     /**
      * Sets further routing options (LoRA adapter, allowed workers, per-request weights, explanation) on each
      * attempt's route request; the forwarder still removes the workers that failed from the allowed ones.
+     *
+     * @param routeOptions applied to each attempt's route request builder, not null
+     * @return this builder
      */
     public Builder routeOptions(Consumer<RouteRequest.Builder> routeOptions) {
       this.routeOptions = Objects.requireNonNull(routeOptions, "routeOptions");
@@ -199,6 +249,11 @@ public final class ForwardRequest {
       return this;
     }
 
+    /**
+     * Builds the request.
+     *
+     * @return a new immutable request
+     */
     public ForwardRequest build() {
       return new ForwardRequest(this);
     }

@@ -33,37 +33,65 @@ public final class ForwardedResponse implements Closeable {
     this.failedWorkers = failedWorkers;
   }
 
-  /** The upstream response; its body is the routed one ({@link #body()}). */
+  /**
+   * The upstream response; its body is the routed one ({@link #body()}).
+   *
+   * @return the OkHttp response, whose status and headers are the upstream's; read the body through {@link #body()}
+   */
   public Response response() {
     return response;
   }
 
-  /** The upstream status code. */
+  /**
+   * The upstream status code.
+   *
+   * @return the HTTP status code, such as 200
+   */
   public int code() {
     return response.code();
   }
 
-  /** The upstream body; reading it to the end or closing it releases the routing handle. */
+  /**
+   * The upstream body; reading it to the end or closing it releases the routing handle.
+   *
+   * @return the body; it watches for the first output token and releases the routing handle when done
+   */
   public ResponseBody body() {
     return body;
   }
 
-  /** The routing handle of the worker that answered. */
+  /**
+   * The routing handle of the worker that answered.
+   *
+   * @return the routing handle, still open until the body is read to the end or closed
+   */
   public Routing routing() {
     return routing;
   }
 
-  /** The worker that answered. */
+  /**
+   * The worker that answered.
+   *
+   * @return the worker's id
+   */
   public WorkerId workerId() {
     return routing.workerId();
   }
 
-  /** Workers tried before, that could not be connected to, in order. */
+  /**
+   * Workers tried before, that could not be connected to, in order.
+   *
+   * @return the ids of the workers that failed to connect before this one, oldest first; empty if the first answered
+   */
   public List<WorkerId> failedWorkers() {
     return failedWorkers;
   }
 
-  /** Whether the first output token has been read from the body (for a non-2xx response: true). */
+  /**
+   * Whether the first output token has been read from the body (for a non-2xx response: true).
+   *
+   * @return true once the first output token was read (at once for a non-2xx response)
+   */
   public boolean firstTokenSeen() {
     return body.firstTokenSeen();
   }

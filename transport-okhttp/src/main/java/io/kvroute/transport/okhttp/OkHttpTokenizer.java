@@ -9,6 +9,7 @@ import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.openai.internal.Json;
 import io.kvroute.openai.JsonException;
 import io.kvroute.openai.OpenAiRequest;
@@ -122,7 +123,11 @@ public final class OkHttpTokenizer implements Tokenizer {
     this.maxResponseBytes = b.maxResponseBytes;
   }
 
-  /** Returns a builder; set exactly one of {@link Builder#endpoint}, {@link Builder#workers} and {@link Builder#router}. */
+  /**
+   * Returns a builder; set exactly one of {@link Builder#endpoint}, {@link Builder#workers} and {@link Builder#router}.
+   *
+   * @return a new builder
+   */
   public static Builder newBuilder() {
     return new Builder();
   }
@@ -522,18 +527,21 @@ public final class OkHttpTokenizer implements Tokenizer {
      * healthy one (default {@link #DEFAULT_HEDGE_DELAY}); the first answer wins. A delay of at least the timeout
      * turns hedging off.
      *
+     * @param hedgeDelay the wait before also asking the next worker, zero or more (zero asks two at once)
+     * @return this builder
      * @throws IllegalArgumentException if negative
      */
     public Builder hedgeDelay(Duration hedgeDelay) {
-      Objects.requireNonNull(hedgeDelay, "hedgeDelay");
-      if (hedgeDelay.isNegative()) {
-        throw new IllegalArgumentException("hedgeDelay must not be negative but was " + hedgeDelay);
-      }
-      this.hedgeDelay = hedgeDelay;
+      this.hedgeDelay = Checks.notNegative("hedgeDelay", hedgeDelay);
       return this;
     }
 
-    /** The client to derive the tokenizer's from, sharing its pools (default: a new client). */
+    /**
+     * The client to derive the tokenizer's from, sharing its pools (default: a new client).
+     *
+     * @param client the client to derive from, not null
+     * @return this builder
+     */
     public Builder client(OkHttpClient client) {
       this.client = Objects.requireNonNull(client, "client");
       return this;
@@ -542,13 +550,21 @@ public final class OkHttpTokenizer implements Tokenizer {
     /**
      * Tokenizes on this server: a vLLM worker or a dedicated tokenizer server (its base URI, for example
      * {@code http://10.0.0.5:8000}).
+     *
+     * @param endpoint the server's base URI, not null
+     * @return this builder
      */
     public Builder endpoint(URI endpoint) {
       this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
       return this;
     }
 
-    /** Tokenizes on the registered workers' {@linkplain #endpointName endpoints}, taken in turn. */
+    /**
+     * Tokenizes on the registered workers' {@linkplain #endpointName endpoints}, taken in turn.
+     *
+     * @param workers the registry whose workers tokenize, not null
+     * @return this builder
+     */
     public Builder workers(WorkerRegistry workers) {
       this.workers = Objects.requireNonNull(workers, "workers");
       return this;
@@ -557,13 +573,21 @@ public final class OkHttpTokenizer implements Tokenizer {
     /**
      * Tokenizes on the router's registered workers, as {@link #workers}, asking only healthy ones while any serves
      * the model, and reporting those that cannot be connected to or time out to the router's health model.
+     *
+     * @param router the router whose workers tokenize, not null
+     * @return this builder
      */
     public Builder router(Router router) {
       this.router = Objects.requireNonNull(router, "router");
       return this;
     }
 
-    /** With {@link #workers}: the name of the worker endpoint to call (default {@link Worker#HTTP}). */
+    /**
+     * With {@link #workers}: the name of the worker endpoint to call (default {@link Worker#HTTP}).
+     *
+     * @param endpointName an endpoint name of the workers, such as {@link Worker#HTTP}
+     * @return this builder
+     */
     public Builder endpointName(String endpointName) {
       this.endpointName = Objects.requireNonNull(endpointName, "endpointName");
       return this;
@@ -572,6 +596,8 @@ public final class OkHttpTokenizer implements Tokenizer {
     /**
      * The tokenize path, appended to the endpoint's path (default {@link #DEFAULT_PATH}).
      *
+     * @param path the path, starting with '/'
+     * @return this builder
      * @throws IllegalArgumentException if it does not start with '/'
      */
     public Builder path(String path) {
@@ -582,33 +608,31 @@ public final class OkHttpTokenizer implements Tokenizer {
     /**
      * The bound of one call (default {@link #DEFAULT_TIMEOUT}).
      *
+     * @param timeout the bound of one call, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder timeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "timeout");
-      if (timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("timeout must be positive but was " + timeout);
-      }
-      this.timeout = timeout;
+      this.timeout = Checks.positive("timeout", timeout);
       return this;
     }
 
     /**
      * Larger responses throw {@link TokenizeException} (default {@link #DEFAULT_MAX_RESPONSE_BYTES}).
      *
+     * @param maxResponseBytes the largest response body accepted, in bytes, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder maxResponseBytes(long maxResponseBytes) {
-      if (maxResponseBytes <= 0 || maxResponseBytes == Long.MAX_VALUE) {
-        throw new IllegalArgumentException("maxResponseBytes must be positive but was " + maxResponseBytes);
-      }
-      this.maxResponseBytes = maxResponseBytes;
+      this.maxResponseBytes = Checks.byteLimit("maxResponseBytes", maxResponseBytes);
       return this;
     }
 
     /**
      * Builds the tokenizer.
      *
+     * @return a new tokenizer; its derived client shares the pools of the given client (or of one made for it)
      * @throws IllegalStateException unless exactly one of {@link #endpoint}, {@link #workers} and {@link #router}
      *     was set
      */

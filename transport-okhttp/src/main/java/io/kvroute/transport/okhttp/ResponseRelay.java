@@ -53,7 +53,12 @@ public final class ResponseRelay {
    * @param failure the upstream or client error, or null when completed
    */
   public record Result(Outcome outcome, long bytes, @Nullable IOException failure) {
-    /** @throws NullPointerException if {@code outcome} is null */
+    /**
+     * @param outcome how the relay ended, not null
+     * @param bytes upstream body bytes written to the client, zero or more
+     * @param failure the error that ended the relay, or null when it completed
+     * @throws NullPointerException if {@code outcome} is null
+     */
     public Result {
       Objects.requireNonNull(outcome, "outcome");
     }

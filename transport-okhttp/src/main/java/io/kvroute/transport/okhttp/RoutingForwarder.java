@@ -154,6 +154,8 @@ public final class RoutingForwarder {
   /**
    * Returns a builder forwarding to the workers of {@code router}.
    *
+   * @param router the router choosing the worker for each request; its workers' {@code http} endpoints are called
+   * @return a new builder
    * @throws NullPointerException if {@code router} is null
    */
   public static Builder newBuilder(Router router) {
@@ -163,6 +165,7 @@ public final class RoutingForwarder {
   /**
    * Routes and forwards {@code request}, returning when the chosen worker's response headers arrived.
    *
+   * @param request the request to route and forward, not null
    * @return the response, whatever its status
    * @throws IllegalArgumentException if a header value holds a control character
    * @throws IllegalStateException if the request has no tokens and the forwarder no tokenizer
@@ -236,6 +239,9 @@ public final class RoutingForwarder {
    * the booking; a response that arrives anyway is closed.
    *
    * <p>Dependent stages attached without an executor run on OkHttp's threads: do not block in them.
+   *
+   * @param request the request to route and forward, not null
+   * @return a future of the chosen worker's response, completed when its headers arrived
    */
   public CompletableFuture<ForwardedResponse> forwardAsync(ForwardRequest request) {
     Objects.requireNonNull(request, "request");
@@ -724,6 +730,9 @@ public final class RoutingForwarder {
      * interceptors; its connect, read and write timeouts are replaced by this builder's budgets, and its silent
      * retry of failed connections is turned off (it could resend a request an engine already received). Default:
      * a new client.
+     *
+     * @param client the client to derive from, not null
+     * @return this builder
      */
     public Builder client(OkHttpClient client) {
       this.client = Objects.requireNonNull(client, "client");
@@ -734,10 +743,12 @@ public final class RoutingForwarder {
      * The budget of each attempt's connect (default {@link #DEFAULT_CONNECT_TIMEOUT}); an attempt that cannot
      * connect within it is routed to another worker.
      *
+     * @param connectTimeout the connect budget per attempt, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder connectTimeout(Duration connectTimeout) {
-      this.connectTimeout = positive(connectTimeout, "connectTimeout");
+      this.connectTimeout = Checks.positive("connectTimeout", connectTimeout);
       return this;
     }
 
@@ -746,10 +757,12 @@ public final class RoutingForwarder {
      * {@link #DEFAULT_FIRST_BYTE_TIMEOUT}); the idle timeout bounds that wait as well. Exceeding it fails the
      * request with {@link UpstreamException.Reason#FIRST_BYTE_TIMEOUT} (504).
      *
+     * @param firstByteTimeout the time-to-first-byte budget of a streamed request, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder firstByteTimeout(Duration firstByteTimeout) {
-      this.firstByteTimeout = positive(firstByteTimeout, "firstByteTimeout");
+      this.firstByteTimeout = Checks.positive("firstByteTimeout", firstByteTimeout);
       return this;
     }
 
@@ -758,10 +771,12 @@ public final class RoutingForwarder {
      * {@link #DEFAULT_IDLE_TIMEOUT}). Exceeded before the headers: {@link UpstreamException.Reason#RESPONSE_TIMEOUT}
      * (504); in the body: the read fails with a {@link java.net.SocketTimeoutException}.
      *
+     * @param idleTimeout the longest silence on a streamed connection, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder idleTimeout(Duration idleTimeout) {
-      this.idleTimeout = positive(idleTimeout, "idleTimeout");
+      this.idleTimeout = Checks.positive("idleTimeout", idleTimeout);
       return this;
     }
 
@@ -769,14 +784,21 @@ public final class RoutingForwarder {
      * The longest silence of a non-streamed request's connection, which is silent until the whole answer is ready
      * (default {@link #DEFAULT_RESPONSE_TIMEOUT}). Exceeded: {@link UpstreamException.Reason#RESPONSE_TIMEOUT} (504).
      *
+     * @param responseTimeout the longest silence on a non-streamed connection, positive
+     * @return this builder
      * @throws IllegalArgumentException if not positive
      */
     public Builder responseTimeout(Duration responseTimeout) {
-      this.responseTimeout = positive(responseTimeout, "responseTimeout");
+      this.responseTimeout = Checks.positive("responseTimeout", responseTimeout);
       return this;
     }
 
-    /** Reads the tokens of requests that do not carry them (default: none; such requests are refused). */
+    /**
+     * Reads the tokens of requests that do not carry them (default: none; such requests are refused).
+     *
+     * @param tokenizer the tokenizer for requests without tokens, not null
+     * @return this builder
+     */
     public Builder tokenizer(Tokenizer tokenizer) {
       this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
       return this;
@@ -786,6 +808,8 @@ public final class RoutingForwarder {
      * How many workers to try per request when connecting fails (default {@link #DEFAULT_MAX_ATTEMPTS}; 1 turns
      * retries off).
      *
+     * @param maxAttempts the most workers tried per request, at least 1
+     * @return this builder
      * @throws IllegalArgumentException if less than 1
      */
     public Builder maxAttempts(int maxAttempts) {
@@ -796,22 +820,25 @@ public final class RoutingForwarder {
       return this;
     }
 
-    /** The name of the worker endpoint to forward to (default {@link Worker#HTTP}). */
+    /**
+     * The name of the worker endpoint to forward to (default {@link Worker#HTTP}).
+     *
+     * @param endpointName an endpoint name of the workers, such as {@link Worker#HTTP}
+     * @return this builder
+     */
     public Builder endpointName(String endpointName) {
       this.endpointName = Objects.requireNonNull(endpointName, "endpointName");
       return this;
     }
 
+    /**
+     * Builds the forwarder.
+     *
+     * @return a new forwarder; it holds no resources of its own beyond the derived client, which shares the given
+     *     client's pools
+     */
     public RoutingForwarder build() {
       return new RoutingForwarder(this);
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive but was " + d);
-      }
-      return d;
     }
   }
 }

@@ -17,6 +17,7 @@ public interface ScrapeListener {
   /**
    * A worker's metrics were read and its load handed to the router.
    *
+   * @param metrics what was read: the worker, its load and prefix cache counters
    * @param malformedLines lines of the response that could not be read and were skipped
    */
   default void onScraped(EngineMetrics metrics, int malformedLines) {}
@@ -25,6 +26,9 @@ public interface ScrapeListener {
    * A scrape failed; the router forgot the worker's last load and heard
    * {@link io.kvroute.FailureKind#SCRAPE_FAILED}.
    *
+   * @param worker the worker whose scrape failed
+   * @param failure the kind of failure: connection, timeout, HTTP status, too large or malformed
+   * @param detail a human-readable description for logs, such as the status line or error message
    * @param cause the I/O error, or null when the response itself was the problem
    */
   default void onScrapeFailed(WorkerId worker, ScrapeFailure failure, String detail, @Nullable Throwable cause) {}

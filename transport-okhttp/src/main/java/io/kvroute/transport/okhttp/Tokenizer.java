@@ -1,8 +1,8 @@
 package io.kvroute.transport.okhttp;
 
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.openai.OpenAiRequest;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -19,6 +19,8 @@ public interface Tokenizer {
    * Tokenizes a completion prompt.
    *
    * @param model the model whose tokenizer to use, or null for the server's default
+   * @param prompt the completion prompt text, as the engine receives it
+   * @return the prompt's token ids, as the engine will see them; never empty for a non-empty prompt
    * @throws IOException if the tokenizer cannot be reached or refuses the prompt ({@link TokenizeException})
    */
   int[] tokenize(@Nullable String model, String prompt) throws IOException;
@@ -28,6 +30,8 @@ public interface Tokenizer {
    * completion request sees it).
    *
    * @param model the model whose tokenizer to use, or null for the server's default
+   * @param messages the conversation, in order, not empty
+   * @return the token ids of the templated conversation, including the generation prompt
    * @throws IOException if the tokenizer cannot be reached or refuses the messages ({@link TokenizeException})
    */
   int[] tokenizeChat(@Nullable String model, List<ChatMessage> messages) throws IOException;
@@ -41,6 +45,8 @@ public interface Tokenizer {
    * {@link OkHttpTokenizer} instead sends the body's own {@code messages} (and tools, chat template options) to the
    * server unchanged.
    *
+   * @param requestBody the OpenAI completion or chat completion request body, UTF-8 JSON
+   * @return the token ids the engine will see for the body's prompt or messages
    * @throws IllegalArgumentException if the body is not a JSON object with a usable {@code prompt} or
    *     {@code messages}
    * @throws IOException if the tokenizer fails
@@ -54,10 +60,6 @@ public interface Tokenizer {
     if (prompt.text() != null) {
       return tokenize(request.model(), prompt.text());
     }
-    List<ChatMessage> messages = new ArrayList<>();
-    for (io.kvroute.openai.ChatMessage m : prompt.messages()) {
-      messages.add(new ChatMessage(m.role(), m.content()));
-    }
-    return tokenizeChat(request.model(), messages);
+    return tokenizeChat(request.model(), prompt.messages());
   }
 }

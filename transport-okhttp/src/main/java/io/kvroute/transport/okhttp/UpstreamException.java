@@ -48,13 +48,19 @@ public final class UpstreamException extends RoutingException {
       this.httpStatus = httpStatus;
     }
 
-    /** The HTTP status a gateway answers with. */
+    /**
+     * The HTTP status a gateway answers with.
+     *
+     * @return 502 when the upstream could not be reached or broke, 504 when it timed out
+     */
     public int httpStatus() {
       return httpStatus;
     }
   }
 
+  /** What failed. */
   private final Reason reason;
+  /** The worker of the failed attempt, or null. */
   private final @Nullable WorkerId workerId;
 
   /**
@@ -79,7 +85,11 @@ public final class UpstreamException extends RoutingException {
     return reason;
   }
 
-  /** The worker of the failed attempt, or null when tokenizing failed before one was chosen. */
+  /**
+   * The worker of the failed attempt, or null when tokenizing failed before one was chosen.
+   *
+   * @return the worker id, or null when no worker was chosen
+   */
   public @Nullable WorkerId workerId() {
     return workerId;
   }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.kvroute.openai.ChatMessage;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

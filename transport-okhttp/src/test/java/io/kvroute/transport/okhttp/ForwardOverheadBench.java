@@ -32,7 +32,7 @@ final class ForwardOverheadBench {
     Router router = Router.newBuilder().policy(RouterPolicy.kvAware()).build();
     WorkerId id = WorkerId.of("w");
     try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
-        .kvEvents(false).speedup(1000).eventListener(e -> router.eventSink().applyAll(id, e)).start()) {
+        .kvEvents(false).speedup(1000).eventListener(e -> router.eventSink().applyAll(id, e)).build()) {
       router.addWorker(Worker.of(id, sim.baseUri()));
       StringBuilder words = new StringBuilder();
       for (int i = 0; i < 128; i++) words.append(" w").append(i);

@@ -26,7 +26,7 @@ class ReadmeExampleTest {
   @Test
   void readmeExampleRuns() throws Exception {
     try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build())
-        .kvEvents(false).speedup(50).start()) {
+        .kvEvents(false).speedup(50).build()) {
       URI workerUri = sim.baseUri();
       byte[] requestBody = ("{\"model\":\"qwen3\",\"stream\":true,\"max_tokens\":3,"
           + "\"messages\":[{\"role\":\"user\",\"content\":\"Hello there\"}]}").getBytes(StandardCharsets.UTF_8);

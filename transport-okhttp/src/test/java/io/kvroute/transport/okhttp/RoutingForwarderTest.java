@@ -18,6 +18,7 @@ import io.kvroute.RouterPolicy;
 import io.kvroute.Routing;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.openai.ChatMessage;
 import io.kvroute.sim.SimServer;
 import io.kvroute.sim.SimTokenizer;
 import java.io.IOException;
@@ -143,7 +144,7 @@ class RoutingForwarderTest {
       assertEquals(1, router.activeRequests(id));
       assertTrue(router.pendingPrefillTokens(id) > 0, "the prompt's uncached tokens are booked");
       // The tokens the tokenizer read from the body are the engine's: the router booked all 48 of them.
-      int[] expected = TOKENIZER.encodeChat(List.of(new SimTokenizer.ChatMessage("user", words("stream", 40))));
+      int[] expected = TOKENIZER.encodeChat(List.of(new ChatMessage("user", words("stream", 40))));
       assertEquals(expected.length, response.routing().promptTokens());
 
       BufferedSource source = response.body().source();

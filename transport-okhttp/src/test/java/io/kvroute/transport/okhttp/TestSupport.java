@@ -28,7 +28,7 @@ final class TestSupport {
         .kvEvents(false)
         .speedup(speedup)
         .eventListener(events -> router.eventSink().applyAll(id, events))
-        .start();
+        .build();
     router.addWorker(Worker.newBuilder(id).endpoint(Worker.HTTP, server.baseUri()).model(MODEL).build());
     return server;
   }
@@ -45,7 +45,7 @@ final class TestSupport {
         .speedup(speedup)
         .eventListener(events -> router.eventSink().applyAll(id, events))
         .requestListener((path, requestId) -> requests.incrementAndGet())
-        .start();
+        .build();
     router.addWorker(Worker.newBuilder(id).endpoint(Worker.HTTP, server.baseUri()).model(MODEL).build());
     return server;
   }

@@ -1,6 +1,7 @@
-package io.kvroute.sync.nats;
+package io.kvroute.testkit;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
@@ -16,33 +17,52 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 
 /**
- * A real {@code nats-server} process on a loopback port, for tests; thread-safe (methods are synchronized).
+ * A real {@code nats-server} child process on a free loopback port, with JetStream on, for tests and local
+ * experiments (kvroute-sync-nats's tests and the replica experiment use it); thread-safe (methods are synchronized).
  *
- * <p>The first start lets the server pick a free port ({@code -p -1}); restarts reuse that port so that clients
- * reconnect to the same URL. JetStream is on, stored in a temporary directory removed on {@link #close()}.
+ * <pre>{@code
+ * try (NatsServer nats = NatsServer.start()) {
+ *   NatsLoadSync sync = NatsLoadSync.newBuilder().servers(nats.url()).build();
+ *   ...
+ *   nats.kill();    // as a crash would
+ *   nats.restart(); // the same port, so clients reconnect to the same URL
+ * }
+ * }</pre>
+ *
+ * <p>The first start lets the server pick a free port ({@code -p -1}); restarts reuse that port. JetStream stores in
+ * a temporary directory, kept across restarts and removed by {@link #close()}. The binary is found by
+ * {@link #findBinary()}; without it {@link #start()} fails with {@link #INSTALL_HINT}, which a test can also use to
+ * skip itself.
  */
-final class NatsServer implements AutoCloseable {
-  /** How to get the binary, for skip messages. */
-  static final String INSTALL_HINT = "nats-server not found: install it with 'apt-get install nats-server' "
+public final class NatsServer implements AutoCloseable {
+  /** How to get the binary: for skip messages and errors. */
+  public static final String INSTALL_HINT = "nats-server not found: install it with 'apt-get install nats-server' "
       + "(Debian/Ubuntu) or from https://github.com/nats-io/nats-server/releases, or point -Dkvroute.nats.server "
       + "(or NATS_SERVER) at the binary";
   private static final Pattern LISTENING = Pattern.compile("Listening for client connections on [^:]+:(\\d+)");
+  private static final int MAX_LOG_LINES = 10_000;
 
   private final Path binary;
   private final Path storeDir;
-  private int port = -1;
-  private Process process;
   private final List<String> log = new ArrayList<>();
+  private int port = -1;
+  private @Nullable Process process;
 
   private NatsServer(Path binary) throws IOException {
     this.binary = binary;
     this.storeDir = Files.createTempDirectory("kvroute-nats-");
   }
 
-  /** The server binary: {@code -Dkvroute.nats.server}, {@code $NATS_SERVER}, the PATH, then sbin directories. */
-  static Optional<Path> findBinary() {
+  /**
+   * Finds the server binary: {@code -Dkvroute.nats.server}, {@code $NATS_SERVER}, the {@code PATH}, then the usual
+   * install directories.
+   *
+   * @return the first executable found, or empty
+   */
+  public static Optional<Path> findBinary() {
     List<String> candidates = new ArrayList<>();
     String property = System.getProperty("kvroute.nats.server");
     if (property != null && !property.isBlank()) {
@@ -54,7 +74,7 @@ final class NatsServer implements AutoCloseable {
     }
     String path = System.getenv("PATH");
     if (path != null) {
-      for (String dir : path.split(java.io.File.pathSeparator)) {
+      for (String dir : path.split(File.pathSeparator)) {
         candidates.add(dir + "/nats-server");
       }
     }
@@ -63,63 +83,85 @@ final class NatsServer implements AutoCloseable {
     return candidates.stream().map(Path::of).filter(Files::isExecutable).findFirst();
   }
 
-  /** Starts a server on a free loopback port. */
-  static NatsServer start() throws IOException {
-    Path binary = findBinary().orElseThrow(() -> new IllegalStateException(INSTALL_HINT));
+  /**
+   * Starts a server on a free loopback port and waits until it accepts clients.
+   *
+   * @return the running server
+   * @throws IOException if the binary is missing ({@link #INSTALL_HINT}) or the server does not start within 20 s
+   */
+  public static NatsServer start() throws IOException {
+    Path binary = findBinary().orElseThrow(() -> new IOException(INSTALL_HINT));
     NatsServer server = new NatsServer(binary);
-    server.launch();
+    try {
+      server.launch();
+    } catch (IOException | RuntimeException e) {
+      server.deleteStore();
+      throw e;
+    }
     return server;
   }
 
-  synchronized String url() {
+  /** @return the client URL, {@code nats://127.0.0.1:port} */
+  public synchronized String url() {
     return "nats://127.0.0.1:" + port;
   }
 
-  synchronized int port() {
+  /** @return the loopback port, the same across restarts */
+  public synchronized int port() {
     return port;
   }
 
-  synchronized boolean isRunning() {
+  /** @return whether the server process is alive */
+  public synchronized boolean isRunning() {
     return process != null && process.isAlive();
   }
 
   /** Stops the server gracefully (SIGTERM) and waits for it to exit. */
-  synchronized void stop() {
+  public synchronized void stop() {
     halt(false);
   }
 
   /** Kills the server (SIGKILL), as a crash would. */
-  synchronized void kill() {
+  public synchronized void kill() {
     halt(true);
   }
 
-  /** Starts the server again on the same port. */
-  synchronized void restart() throws IOException {
+  /**
+   * Starts the server again on the same port (stopping it first if it runs), with the same JetStream store.
+   *
+   * @throws IOException if it does not start within 20 s
+   */
+  public synchronized void restart() throws IOException {
     if (isRunning()) {
       halt(false);
     }
     launch();
   }
 
-  synchronized List<String> log() {
-    return List.copyOf(log);
+  /** @return the server's output so far (at most the first 10,000 lines) */
+  public List<String> log() {
+    synchronized (log) {
+      return List.copyOf(log);
+    }
   }
 
   private void halt(boolean force) {
-    if (process == null) {
+    Process p = process;
+    if (p == null) {
       return;
     }
     if (force) {
-      process.destroyForcibly();
+      p.destroyForcibly();
     } else {
-      process.destroy();
+      p.destroy();
     }
     try {
-      if (!process.waitFor(10, TimeUnit.SECONDS)) {
-        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      if (!p.waitFor(10, TimeUnit.SECONDS)) {
+        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      p.destroyForcibly();
     }
     process = null;
   }
@@ -136,7 +178,7 @@ final class NatsServer implements AutoCloseable {
         int seen = -1;
         while ((line = in.readLine()) != null) {
           synchronized (log) {
-            if (log.size() < 10_000) {
+            if (log.size() < MAX_LOG_LINES) {
               log.add(line);
             }
           }
@@ -160,6 +202,9 @@ final class NatsServer implements AutoCloseable {
       process = p;
     } catch (Exception e) {
       p.destroyForcibly();
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+      }
       throw new IOException("nats-server did not start: " + e.getMessage() + "; log: " + log(), e);
     }
   }
@@ -173,9 +218,17 @@ final class NatsServer implements AutoCloseable {
     }
   }
 
+  /** Stops the server and removes its JetStream store. Idempotent. */
   @Override
   public synchronized void close() {
     halt(false);
+    deleteStore();
+  }
+
+  private void deleteStore() {
+    if (!Files.exists(storeDir)) {
+      return;
+    }
     try (Stream<Path> files = Files.walk(storeDir)) {
       files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
     } catch (IOException e) {

@@ -1,0 +1,638 @@
+package io.kvroute;
+
+import it.unimi.dsi.fastutil.ints.IntArrayList;
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import java.util.Arrays;
+
+/**
+ * The flat primitive tables behind {@link KvIndexer}: one entry per (worker slot, tier, engine block), found by the
+ * router's sequence hash (the chains requests match) and by the engine hash (the chains events name), kept in store
+ * order for the entry budget; not thread-safe: {@link KvIndexer} calls every method under its lock (the shared lock
+ * for {@link #match} and the {@code touch}/{@code prefetch} methods, which only read, the exclusive lock for the
+ * rest).
+ *
+ * <p>The table knows slots (small ints), never workers; what an event means (orphans, tokenless stores, validation)
+ * is {@link KvIndexer}'s. The {@link #match} loop lives here, next to the layout it walks.
+ *
+ * <p>Fields are package-private so that the test-scope invariant check ({@code IndexInvariants}) can read them.
+ */
+final class PrefixTable {
+  // Entry layout in `table`, STRIDE longs per entry. What a match reads (SEQ, then LINK, and META on a hit) comes
+  // first and together: 24 bytes, which share one 64-byte cache line for 6 of the 8 positions an entry takes
+  // modulo a line (40-byte entries), where SEQ..LINK spanning 32 bytes did for 5 of 8, and SEQ with LINK alone
+  // share a line for 7 of 8 (was 5 of 8).
+  static final int STRIDE = 5;
+  static final int SEQ = 0; // router sequence hash
+  static final int LINK = 1; // next in sequence chain (hi 32) | next in engine chain / free list (lo 32)
+  static final int META = 2; // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | refcount (low 30)
+  static final int ENG = 3; // engine hash
+  static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
+  static final long ORPHAN = 1L << 31;
+  static final long SHADOW = 1L << 30;
+  static final long REFCOUNT_MASK = SHADOW - 1;
+  static final int NIL = -1;
+  static final int INITIAL_CAPACITY = 1024;
+  static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
+  static final int GATHER = 16; // blocks whose bucket heads are fetched together when matching, after block 0
+  static final int MAX_GATHER = 128; // and then, once those all matched (1 KB of scratch)
+
+  final int maxEntries;
+  long[] table;
+  int[] seqHeads;
+  int[] engHeads;
+  int capacity;
+  int size;
+  int highWater; // entries [0, highWater) have been handed out at least once
+  int freeHead = NIL;
+  int lruHead = NIL;
+  int lruTail = NIL;
+  int[] slotEntries = new int[16]; // live entries per slot
+  // Shadow entries by (worker-tier, content): rare, so a map of small lists is cheap.
+  final Long2ObjectOpenHashMap<IntArrayList> shadows = new Long2ObjectOpenHashMap<>();
+  int shadowEntries;
+  long evictedEntries;
+  private long prefetchSink; // keeps prefetching loads from being optimised away
+
+  PrefixTable(int maxEntries) {
+    this.maxEntries = maxEntries;
+    allocate(Math.min(INITIAL_CAPACITY, maxEntries));
+  }
+
+  /** Makes room for slots {@code [0, slots)}. */
+  void ensureSlots(int slots) {
+    if (slotEntries.length < slots) {
+      slotEntries = Arrays.copyOf(slotEntries, Math.max(slots, slotEntries.length * 2));
+    }
+  }
+
+  /** Entries held by {@code slot}; a racy read is fine for tie-breaking. */
+  int entriesOfSlot(int slot) {
+    int[] counts = slotEntries;
+    return slot >= 0 && slot < counts.length ? counts[slot] : 0;
+  }
+
+  /** Heap held by the tables, in bytes. */
+  long bytes() {
+    return (long) table.length * Long.BYTES + (long) (seqHeads.length + engHeads.length) * Integer.BYTES;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Matching (shared lock)
+
+  /**
+   * Fills {@code scratch} with each slot's matched depth and returns the number of slots touched; the caller holds
+   * the shared lock and must call {@code scratch.reset(touched)} when done.
+   *
+   * @param slots the slot high-water mark (every slot an entry can name is below it)
+   */
+  int match(long[] hashes, int count, MatchScratch scratch, int slots) {
+    scratch.ensureSlots(slots);
+    int[] depth = scratch.depth;
+    int[] gpuDepth = scratch.gpuDepth;
+    int[] heads = scratch.heads;
+    int[] next = scratch.next;
+    long[] table = this.table;
+    int touched = 0;
+    int mask = seqHeads.length - 1;
+    // Block 0 alone first, so that a miss costs one lookup; then GATHER blocks, then chunks of MAX_GATHER. A chunk
+    // waits for three rounds of loads whatever its size, so a 128-block hit waits for 9 rounds (it was 15 with
+    // chunks doubling from 16), and a prompt whose first 17 blocks are all held fetches the rest of its first
+    // 2,048 tokens in one go: a shared prefix that long (a system prompt, a conversation) usually goes on, and when
+    // it does not the extra fetches overlap with the ones that were needed. (Reading every chain breadth-first,
+    // one round per chain entry, measured 12 % slower on cold hits under load, and was not kept.)
+    for (int chunk = 0, size = 1; chunk < count; size = size == 1 ? GATHER : MAX_GATHER) {
+      int end = Math.min(count, chunk + size);
+      // Gather the chunk's bucket heads and first entries first: these loads are independent of each other, so the
+      // CPU overlaps their cache misses instead of waiting for one block's entry before asking for the next one's.
+      // Two rounds: the heads and their entries' links, then the second entries (a chain holds about two).
+      long sink = 0;
+      for (int i = chunk; i < end; i++) {
+        heads[i - chunk] = seqHeads[mix(hashes[i]) & mask];
+      }
+      for (int j = 0; j < end - chunk; j++) {
+        int e = heads[j];
+        next[j] = e == NIL ? NIL : (int) (table[e * STRIDE + LINK] >> 32);
+      }
+      for (int j = 0; j < end - chunk; j++) {
+        int e = next[j];
+        if (e != NIL) {
+          sink += table[e * STRIDE + SEQ];
+        }
+      }
+      scratch.sink = sink;
+      for (int i = chunk; i < end; i++) {
+        long seq = hashes[i];
+        int advanced = 0;
+        int e = heads[i - chunk];
+        while (e != NIL) {
+          int base = e * STRIDE;
+          if (table[base + SEQ] == seq) {
+            long meta = table[base + META];
+            int slotTier = (int) (meta >>> 32);
+            int slot = slotTier / TIERS;
+            if (depth[slot] == i) {
+              if (i == 0) {
+                scratch.touched[touched++] = slot;
+              }
+              depth[slot] = i + 1;
+              advanced++;
+            }
+            if (slotTier % TIERS == 0 && gpuDepth[slot] == i) {
+              gpuDepth[slot] = i + 1;
+            }
+          }
+          e = (int) (table[base + LINK] >> 32);
+        }
+        if (advanced == 0) {
+          return touched;
+        }
+      }
+      chunk = end;
+    }
+    return touched;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Touching ahead (shared lock): independent loads whose cache misses overlap, before the exclusive phase
+
+  /** Touches the engine bucket of each hash of a range and its first entry; returns a value to keep the loads alive. */
+  long touchEngine(int slotTier, long[] hashes, int first, int count) {
+    long sink = 0;
+    for (int i = first; i < first + count; i++) {
+      int e = engHeads[engineBucket(slotTier, hashes[i])];
+      if (e != NIL) {
+        sink += table[e * STRIDE + META];
+      }
+    }
+    return sink;
+  }
+
+  /** Touches the sequence bucket of {@code seq} and its first entry. */
+  long touchSeq(long seq) {
+    int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
+    return e == NIL ? 0 : table[e * STRIDE + META];
+  }
+
+  /**
+   * Touches what removing {@code count} blocks reads: their engine buckets, their entries, the sequence buckets
+   * they leave and their LRU neighbours, in rounds of independent loads. {@code entries} is scratch.
+   */
+  long touchRemovals(int[] slotTiers, long[] removed, int[] entries, int count) {
+    long sink = 0;
+    for (int j = 0; j < count; j++) {
+      entries[j] = engHeads[engineBucket(slotTiers[j], removed[j])];
+    }
+    for (int j = 0; j < count; j++) {
+      int e = entries[j];
+      int steps = 0;
+      while (e != NIL && steps++ < 8) { // chains hold about one entry; a long one is walked under the lock
+        int base = e * STRIDE;
+        if (table[base + ENG] == removed[j] && (int) (table[base + META] >>> 32) == slotTiers[j]) {
+          break;
+        }
+        e = (int) table[base + LINK];
+      }
+      entries[j] = steps > 8 ? NIL : e;
+    }
+    int mask = seqHeads.length - 1;
+    for (int j = 0; j < count; j++) {
+      int e = entries[j];
+      if (e != NIL) {
+        int base = e * STRIDE;
+        long links = table[base + LRU];
+        int prev = (int) (links >> 32);
+        int next = (int) links;
+        sink += seqHeads[mix(table[base + SEQ]) & mask];
+        if (prev != NIL) {
+          sink += table[prev * STRIDE + LRU];
+        }
+        if (next != NIL) {
+          sink += table[next * STRIDE + LRU];
+        }
+      }
+    }
+    return sink;
+  }
+
+  /**
+   * Touches the engine-hash buckets of all of an event's blocks, and their first entries, before they are applied
+   * one by one: independent loads whose cache misses overlap, where the upserts would wait for each in turn.
+   */
+  void prefetchEngineChains(int slotTier, long[] hashes, int first, int count) {
+    long sink = 0;
+    for (int i = first; i < first + count; i++) {
+      int e = engHeads[engineBucket(slotTier, hashes[i])];
+      if (e != NIL) {
+        sink += table[e * STRIDE + ENG];
+      }
+    }
+    prefetchSink = sink;
+  }
+
+  /** Touches the sequence-hash buckets of an event's blocks and their first entries; see prefetchEngineChains. */
+  void prefetchSeqChains(long[] seqs, int count) {
+    long sink = 0;
+    int mask = seqHeads.length - 1;
+    for (int i = 0; i < count; i++) {
+      int e = seqHeads[mix(seqs[i]) & mask];
+      if (e != NIL) {
+        sink += table[e * STRIDE + SEQ];
+      }
+    }
+    prefetchSink += sink;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Reads (either lock)
+
+  boolean isOrphan(int e) {
+    return (table[e * STRIDE + META] & ORPHAN) != 0;
+  }
+
+  /** The sequence hash of entry {@code e}. */
+  long seqOf(int e) {
+    return table[e * STRIDE + SEQ];
+  }
+
+  /** Finds the slot's entry for an engine hash, preferring {@code tier}. */
+  int findAnyTier(int slot, int tier, long engineHash) {
+    int e = findEngine(slot * TIERS + tier, engineHash);
+    for (int t = 0; e == NIL && t < TIERS; t++) {
+      if (t != tier) {
+        e = findEngine(slot * TIERS + t, engineHash);
+      }
+    }
+    return e;
+  }
+
+  int findEngine(int slotTier, long engineHash) {
+    int e = engHeads[engineBucket(slotTier, engineHash)];
+    while (e != NIL) {
+      int base = e * STRIDE;
+      if (table[base + ENG] == engineHash && (int) (table[base + META] >>> 32) == slotTier) {
+        return e;
+      }
+      e = (int) table[base + LINK];
+    }
+    return NIL;
+  }
+
+  /** The chained entry of this worker-tier for this content, or NIL. */
+  int findPrimary(int slotTier, long seq) {
+    int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
+    while (e != NIL) {
+      int base = e * STRIDE;
+      if (table[base + SEQ] == seq && (int) (table[base + META] >>> 32) == slotTier) {
+        return e;
+      }
+      e = (int) (table[base + LINK] >> 32);
+    }
+    return NIL;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Writes (exclusive lock)
+
+  /**
+   * Stores one block of {@code slotTier}: a duplicate of an entry it holds is counted and, if its content changed,
+   * re-keyed; a new entry may first evict the least recently stored one to stay within the budget.
+   */
+  void upsert(int slotTier, long engineHash, long seq, boolean orphan) {
+    int e = findEngine(slotTier, engineHash);
+    if (e != NIL) {
+      int base = e * STRIDE;
+      long meta = table[base + META];
+      boolean wasOrphan = (meta & ORPHAN) != 0;
+      if (wasOrphan != orphan || (!orphan && table[base + SEQ] != seq)) {
+        // The engine reused the hash for other content, or an orphan's prefix became known: re-key it.
+        if (!wasOrphan) {
+          unlinkContent(e);
+        }
+        table[base + SEQ] = seq;
+        meta = table[base + META];
+        table[base + META] = orphan ? meta | ORPHAN : meta & ~ORPHAN;
+        if (!orphan) {
+          linkContent(e, slotTier, seq);
+        }
+        meta = table[base + META];
+      }
+      if ((meta & REFCOUNT_MASK) < REFCOUNT_MASK) {
+        meta++;
+      }
+      table[base + META] = meta;
+      lruUnlink(e);
+      lruAppend(e);
+      return;
+    }
+    if (size == maxEntries) {
+      evictedEntries++;
+      delete(lruHead);
+    }
+    e = allocateEntry();
+    int base = e * STRIDE;
+    table[base + SEQ] = seq;
+    table[base + ENG] = engineHash;
+    table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | 1;
+    table[base + LINK] = ((long) NIL << 32) | (NIL & 0xFFFFFFFFL);
+    int bucket = engineBucket(slotTier, engineHash);
+    setEngineNext(e, engHeads[bucket]);
+    engHeads[bucket] = e;
+    if (!orphan) {
+      linkContent(e, slotTier, seq);
+    }
+    lruAppend(e);
+    slotEntries[slotTier / TIERS]++;
+    size++;
+  }
+
+  /**
+   * Undoes one store of an engine block: decrements its count, removing the entry at zero.
+   *
+   * @return whether the slot-tier held the block
+   */
+  boolean release(int slotTier, long engineHash) {
+    int e = findEngine(slotTier, engineHash);
+    if (e == NIL) {
+      return false;
+    }
+    int base = e * STRIDE;
+    long meta = table[base + META];
+    if ((meta & REFCOUNT_MASK) > 1) {
+      table[base + META] = meta - 1;
+    } else {
+      delete(e);
+    }
+    return true;
+  }
+
+  /** Removes every entry of {@code slot}: one scan of the table. */
+  void purgeSlot(int slot) {
+    if (slotEntries[slot] == 0) {
+      return;
+    }
+    for (int e = 0; e < highWater && slotEntries[slot] > 0; e++) {
+      long meta = table[e * STRIDE + META];
+      if ((meta & REFCOUNT_MASK) != 0 && (int) (meta >>> 32) / TIERS == slot) {
+        delete(e);
+      }
+    }
+  }
+
+  private void delete(int e) {
+    int base = e * STRIDE;
+    long meta = table[base + META];
+    int slotTier = (int) (meta >>> 32);
+    if ((meta & ORPHAN) == 0) {
+      unlinkContent(e);
+    }
+    unlinkEngine(e, slotTier, table[base + ENG]);
+    lruUnlink(e);
+    slotEntries[slotTier / TIERS]--;
+    size--;
+    table[base + META] = 0;
+    setEngineNext(e, freeHead);
+    freeHead = e;
+  }
+
+  private int allocateEntry() {
+    if (freeHead != NIL) {
+      int e = freeHead;
+      freeHead = (int) table[e * STRIDE + LINK];
+      return e;
+    }
+    if (highWater == capacity) {
+      grow();
+    }
+    return highWater++;
+  }
+
+  private void grow() {
+    int newCapacity = (int) Math.min(maxEntries, (long) capacity * 2);
+    long[] old = table;
+    int oldHighWater = highWater;
+    allocate(newCapacity);
+    System.arraycopy(old, 0, table, 0, oldHighWater * STRIDE);
+    highWater = oldHighWater;
+    rehash();
+  }
+
+  private void allocate(int newCapacity) {
+    capacity = newCapacity;
+    table = new long[newCapacity * STRIDE];
+    int buckets = Math.max(16, Integer.highestOneBit(newCapacity));
+    seqHeads = new int[buckets];
+    engHeads = new int[buckets];
+    Arrays.fill(seqHeads, NIL);
+    Arrays.fill(engHeads, NIL);
+  }
+
+  private void rehash() {
+    for (int e = 0; e < highWater; e++) {
+      int base = e * STRIDE;
+      long meta = table[base + META];
+      if ((meta & REFCOUNT_MASK) == 0) {
+        continue; // free entry; its LINK low half is the free list and stays valid
+      }
+      int slotTier = (int) (meta >>> 32);
+      int engBucket = engineBucket(slotTier, table[base + ENG]);
+      setEngineNext(e, engHeads[engBucket]);
+      engHeads[engBucket] = e;
+      if ((meta & (ORPHAN | SHADOW)) == 0) { // a shadow keeps its place in its group's list
+        int seqBucket = mix(table[base + SEQ]) & (seqHeads.length - 1);
+        setSeqNext(e, seqHeads[seqBucket]);
+        seqHeads[seqBucket] = e;
+      }
+    }
+  }
+
+  /**
+   * Makes a non-orphan entry matchable: it joins the sequence chain, unless the chain already holds an entry of the
+   * same worker and tier for this content; then it becomes that entry's shadow.
+   */
+  private void linkContent(int e, int slotTier, long seq) {
+    if (findPrimary(slotTier, seq) == NIL) {
+      linkSeq(e, seq);
+      return;
+    }
+    long key = groupKey(slotTier, seq);
+    IntArrayList group = shadows.get(key);
+    if (group == null) {
+      group = new IntArrayList(2);
+      shadows.put(key, group);
+    }
+    setSeqNext(e, group.size()); // a shadow's sequence link is its position in its group
+    group.add(e);
+    table[e * STRIDE + META] |= SHADOW;
+    shadowEntries++;
+  }
+
+  /**
+   * Undoes {@link #linkContent}: a shadow leaves its group; a chained entry leaves the chain, and one of its shadows
+   * takes its place.
+   */
+  private void unlinkContent(int e) {
+    int base = e * STRIDE;
+    long meta = table[base + META];
+    int slotTier = (int) (meta >>> 32);
+    long seq = table[base + SEQ];
+    long key = groupKey(slotTier, seq);
+    if ((meta & SHADOW) != 0) {
+      removeShadow(key, e, (int) (table[base + LINK] >> 32));
+      table[base + META] = meta & ~SHADOW;
+      return;
+    }
+    unlinkSeq(e);
+    IntArrayList group = shadows.get(key);
+    if (group == null) {
+      return;
+    }
+    for (int i = group.size() - 1; i >= 0; i--) {
+      int candidate = group.getInt(i);
+      int cbase = candidate * STRIDE;
+      if (table[cbase + SEQ] == seq && (int) (table[cbase + META] >>> 32) == slotTier) {
+        removeShadow(key, candidate, i);
+        table[cbase + META] &= ~SHADOW;
+        linkSeq(candidate, seq);
+        return;
+      }
+    }
+  }
+
+  private void removeShadow(long key, int e, int position) {
+    IntArrayList group = shadows.get(key);
+    int last = group.removeInt(group.size() - 1);
+    if (last != e) {
+      group.set(position, last);
+      setSeqNext(last, position);
+    }
+    if (group.isEmpty()) {
+      shadows.remove(key);
+    }
+    shadowEntries--;
+  }
+
+  static long groupKey(int slotTier, long seq) {
+    return seq ^ ((slotTier + 1) * 0x9E3779B97F4A7C15L);
+  }
+
+  private void linkSeq(int e, long seq) {
+    int bucket = mix(seq) & (seqHeads.length - 1);
+    setSeqNext(e, seqHeads[bucket]);
+    seqHeads[bucket] = e;
+  }
+
+  private void unlinkSeq(int e) {
+    int bucket = mix(table[e * STRIDE + SEQ]) & (seqHeads.length - 1);
+    int next = (int) (table[e * STRIDE + LINK] >> 32);
+    int cur = seqHeads[bucket];
+    if (cur == e) {
+      seqHeads[bucket] = next;
+      return;
+    }
+    while (cur != NIL) {
+      int after = (int) (table[cur * STRIDE + LINK] >> 32);
+      if (after == e) {
+        setSeqNext(cur, next);
+        return;
+      }
+      cur = after;
+    }
+    throw new IllegalStateException("entry " + e + " missing from its sequence chain");
+  }
+
+  private void unlinkEngine(int e, int slotTier, long engineHash) {
+    int bucket = engineBucket(slotTier, engineHash);
+    int next = (int) table[e * STRIDE + LINK];
+    int cur = engHeads[bucket];
+    if (cur == e) {
+      engHeads[bucket] = next;
+      return;
+    }
+    while (cur != NIL) {
+      int after = (int) table[cur * STRIDE + LINK];
+      if (after == e) {
+        setEngineNext(cur, next);
+        return;
+      }
+      cur = after;
+    }
+    throw new IllegalStateException("entry " + e + " missing from its engine chain");
+  }
+
+  private void setSeqNext(int e, int next) {
+    int i = e * STRIDE + LINK;
+    table[i] = ((long) next << 32) | (table[i] & 0xFFFFFFFFL);
+  }
+
+  private void setEngineNext(int e, int next) {
+    int i = e * STRIDE + LINK;
+    table[i] = (table[i] & 0xFFFFFFFF00000000L) | (next & 0xFFFFFFFFL);
+  }
+
+  private void lruAppend(int e) {
+    table[e * STRIDE + LRU] = ((long) lruTail << 32) | (NIL & 0xFFFFFFFFL);
+    if (lruTail == NIL) {
+      lruHead = e;
+    } else {
+      int i = lruTail * STRIDE + LRU;
+      table[i] = (table[i] & 0xFFFFFFFF00000000L) | (e & 0xFFFFFFFFL);
+    }
+    lruTail = e;
+  }
+
+  private void lruUnlink(int e) {
+    long links = table[e * STRIDE + LRU];
+    int prev = (int) (links >> 32);
+    int next = (int) links;
+    if (prev == NIL) {
+      lruHead = next;
+    } else {
+      int i = prev * STRIDE + LRU;
+      table[i] = (table[i] & 0xFFFFFFFF00000000L) | (next & 0xFFFFFFFFL);
+    }
+    if (next == NIL) {
+      lruTail = prev;
+    } else {
+      int i = next * STRIDE + LRU;
+      table[i] = ((long) prev << 32) | (table[i] & 0xFFFFFFFFL);
+    }
+  }
+
+  int engineBucket(int slotTier, long engineHash) {
+    return mix(engineHash ^ (slotTier * 0x9E3779B97F4A7C15L)) & (engHeads.length - 1);
+  }
+
+  static int mix(long h) {
+    h ^= h >>> 33;
+    h *= 0xff51afd7ed558ccdL;
+    h ^= h >>> 33;
+    return (int) h;
+  }
+
+  /** Per-thread buffers for allocation-free matching; not thread-safe, one per thread. */
+  static final class MatchScratch {
+    int[] depth = new int[16];
+    int[] gpuDepth = new int[16];
+    int[] touched = new int[16];
+    final int[] heads = new int[MAX_GATHER];
+    final int[] next = new int[MAX_GATHER];
+    long sink; // keeps the gathering loads from being optimised away
+
+    void ensureSlots(int slots) {
+      if (depth.length < slots) {
+        int n = Math.max(slots, depth.length * 2);
+        depth = new int[n];
+        gpuDepth = new int[n];
+        touched = new int[n];
+      }
+    }
+
+    void reset(int touchedCount) {
+      for (int i = 0; i < touchedCount; i++) {
+        int slot = touched[i];
+        depth[slot] = 0;
+        gpuDepth[slot] = 0;
+      }
+    }
+  }
+}

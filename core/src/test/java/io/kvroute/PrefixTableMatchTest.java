@@ -1,0 +1,112 @@
+package io.kvroute;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * {@link PrefixTable#match}, which gathers bucket reads in chunks (1, 16, then 128 blocks), against the definition walked block by
+ * block (each block's chain in order, stopping at the first block no slot extends): the same depths, GPU depths and
+ * order of touched slots, on prompts spanning several chunks, held to different depths by several workers in two
+ * tiers, over tables full enough for long chains.
+ */
+class PrefixTableMatchTest {
+  private static final int BLOCK = 4;
+  private static final BlockHasher HASHER = BlockHasher.of(BLOCK);
+
+  static Stream<Arguments> seeds() {
+    return IntStream.range(0, 40).mapToObj(i -> Arguments.of("seed " + (500 + i), 500L + i));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void gatheredMatchEqualsTheBlockByBlockWalk(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    int budget = 1 << (10 + random.nextInt(4));
+    KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).maxEntries(budget).build();
+    int workers = 1 + random.nextInt(6);
+    int blocks = 1 + random.nextInt(400); // 1 to 3 chunks of 128 after block 0
+    int[][] docs = new int[3][];
+    for (int d = 0; d < docs.length; d++) {
+      docs[d] = Fixtures.prompt(seed * 7 + d, blocks * BLOCK);
+    }
+    // Documents sharing a prefix: doc 1 starts with part of doc 0.
+    int shared = random.nextInt(blocks + 1) * BLOCK;
+    System.arraycopy(docs[0], 0, docs[1], 0, shared);
+    for (int w = 0; w < workers; w++) {
+      WorkerId worker = WorkerId.of("w" + w);
+      for (int[] doc : docs) {
+        int held = random.nextInt(blocks + 1);
+        if (held > 0) {
+          KvEvent.BlockStored all = Fixtures.storedFor(Arrays.copyOf(doc, held * BLOCK), BLOCK, seed * 31 + w);
+          StorageTier tier = random.nextInt(3) == 0 ? StorageTier.HOST : StorageTier.GPU;
+          index.apply(worker, new KvEvent.BlockStored(all.blockHashes(), null, all.tokenIds(), BLOCK, null, tier,
+              null, null));
+        }
+      }
+      // Noise: other content filling the buckets, for longer chains.
+      for (int k = 0; k < budget / (workers * 8); k++) {
+        index.apply(worker, Fixtures.storedFor(Fixtures.prompt(random.nextLong(), 8 * BLOCK), BLOCK, w));
+      }
+    }
+    for (int[] doc : docs) {
+      long[] query = HASHER.sequenceHashes(doc);
+      int count = random.nextInt(query.length + 1);
+      PrefixTable.MatchScratch scratch = new PrefixTable.MatchScratch();
+      int touched = index.matchLocked(query, count, scratch);
+      int[] touchedSlots = Arrays.copyOf(scratch.touched, touched);
+      List<int[]> expected = index.inspect(t -> walk(t, query, count));
+      assertArrayEquals(expected.get(0), touchedSlots, name + ": touched slots, in order");
+      for (int slot : touchedSlots) {
+        assertEquals(expected.get(1)[slot], scratch.depth[slot], name + ": depth of slot " + slot);
+        assertEquals(expected.get(2)[slot], scratch.gpuDepth[slot], name + ": GPU depth of slot " + slot);
+      }
+      scratch.reset(touched);
+      for (int s = 0; s < scratch.depth.length; s++) {
+        assertEquals(0, scratch.depth[s] | scratch.gpuDepth[s], "reset clears slot " + s);
+      }
+    }
+  }
+
+  /** The definition: block by block, each block's chain in order; returns touched slots, depths, GPU depths. */
+  private static List<int[]> walk(PrefixTable t, long[] hashes, int count) {
+    int[] depth = new int[1 << 10];
+    int[] gpuDepth = new int[1 << 10];
+    List<Integer> touched = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      boolean advanced = false;
+      int e = t.seqHeads[PrefixTable.mix(hashes[i]) & (t.seqHeads.length - 1)];
+      while (e != PrefixTable.NIL) {
+        int base = e * PrefixTable.STRIDE;
+        if (t.table[base + PrefixTable.SEQ] == hashes[i]) {
+          int slotTier = (int) (t.table[base + PrefixTable.META] >>> 32);
+          int slot = slotTier / PrefixTable.TIERS;
+          if (depth[slot] == i) {
+            if (i == 0) {
+              touched.add(slot);
+            }
+            depth[slot] = i + 1;
+            advanced = true;
+          }
+          if (slotTier % PrefixTable.TIERS == 0 && gpuDepth[slot] == i) {
+            gpuDepth[slot] = i + 1;
+          }
+        }
+        e = (int) (t.table[base + PrefixTable.LINK] >> 32);
+      }
+      if (!advanced) {
+        break;
+      }
+    }
+    return List.of(touched.stream().mapToInt(Integer::intValue).toArray(), depth, gpuDepth);
+  }
+}

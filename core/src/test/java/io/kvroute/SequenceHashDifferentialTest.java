@@ -1,0 +1,83 @@
+package io.kvroute;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.SplittableRandom;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import net.openhft.hashing.LongHashFunction;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The 16-token sequence-hash loop ({@code Xxh3.sequence16}, behind {@link BlockHasher#sequenceHashes}) against an
+ * independent definition: each block's local hash by the reference XXH3 ({@code zero-allocation-hashing}) over its
+ * tokens, chained by the reference XXH3 over the 16 little-endian bytes {@code previous || local}, seed 1337, as
+ * Dynamo does.
+ */
+class SequenceHashDifferentialTest {
+  private static final BlockHasher HASHER = BlockHasher.of(16);
+  private static final LongHashFunction CHAIN = LongHashFunction.xx3(BlockHasher.SEED);
+  // Block counts of every length class: none, one, a few, a typical prompt, a long one; each with a partial tail.
+  private static final int[] BLOCKS = {0, 1, 2, 3, 5, 16, 17, 128, 129, 512};
+
+  static Stream<Arguments> seeds() {
+    return IntStream.range(0, 60).mapToObj(i -> Arguments.of("seed " + (9_000 + i), 9_000L + i));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void equalsTheReferenceChainOfReferenceLocalHashes(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    int blocks = BLOCKS[random.nextInt(BLOCKS.length)];
+    int tail = random.nextInt(16);
+    int[] tokens = new int[blocks * 16 + tail];
+    boolean fullRange = random.nextBoolean(); // negative ints and the top bit too, not only vocabulary ids
+    for (int i = 0; i < tokens.length; i++) {
+      tokens[i] = fullRange ? random.nextInt() : random.nextInt(128_256);
+    }
+    String lora = random.nextInt(3) == 0 ? "lora-" + random.nextInt(1000) : null;
+    long[] out = new long[blocks + random.nextInt(3)];
+    assertEquals(blocks, HASHER.sequenceHashes(tokens, tokens.length, lora, null, out));
+    LongHashFunction local = LongHashFunction.xx3(BlockHasher.seedFor(lora));
+    long previous = 0;
+    for (int b = 0; b < blocks; b++) {
+      long l = local.hashInts(tokens, b * 16, 16);
+      previous = b == 0 ? l : CHAIN.hashBytes(
+          ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(previous).putLong(l).array());
+      assertEquals(previous, out[b], name + ": block " + b + " of " + blocks + ", lora " + lora);
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void equalsTheBlockByBlockPath(String name, long seed) {
+    // The general path (one local hash and one chain step per call), which the loop replaced for 16-token blocks.
+    SplittableRandom random = new SplittableRandom(seed);
+    int blocks = 1 + random.nextInt(200);
+    int[] tokens = random.ints(blocks * 16, 0, 128_256).toArray();
+    long[] expected = new long[blocks];
+    for (int b = 0; b < blocks; b++) {
+      long l = HASHER.localHash(tokens, b * 16, null, null);
+      expected[b] = b == 0 ? l : BlockHasher.sequenceHash(expected[b - 1], l);
+    }
+    assertArrayEquals(expected, HASHER.sequenceHashes(tokens), name);
+  }
+
+  @Test
+  void firstBlockGivesTheGoldenXxh3Vectors() {
+    // ../shared/reference/java-conventions.md B4: u32 LE [1..16] -> 0xd2e217905d2bda1d (seed 0), 0x996e0ade0c87c9c2
+    // (seed 42), checked there against libxxhash.
+    int[] oneToSixteen = IntStream.rangeClosed(1, 16).toArray();
+    long[] out = new long[1];
+    Xxh3.sequence16(oneToSixteen, 1, 0, BlockHasher.SEED, out);
+    assertEquals(0xd2e217905d2bda1dL, out[0]);
+    Xxh3.sequence16(oneToSixteen, 1, 42, BlockHasher.SEED, out);
+    assertEquals(0x996e0ade0c87c9c2L, out[0]);
+  }
+}

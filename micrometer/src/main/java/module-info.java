@@ -1,0 +1,10 @@
+/** kvroute's figures as Micrometer meters: routing, index, event sources, scraping and forwarding. */
+module io.kvroute.micrometer {
+  requires transitive io.kvroute;
+  requires transitive io.kvroute.events.zmq;
+  requires transitive io.kvroute.transport.okhttp;
+  requires transitive micrometer.core;
+  requires static org.jspecify;
+
+  exports io.kvroute.micrometer;
+}
