@@ -20,6 +20,7 @@ public final class Candidates {
   private int[] activeOverlap = new int[8];
   private long[] prefill = new long[8];
   private long[] decode = new long[8];
+  private long[] sole = new long[8];
   private int[] active = new int[8];
   private long[] cached = new long[8];
   private @Nullable EngineLoad[] engineLoads = new EngineLoad[8];
@@ -67,6 +68,7 @@ public final class Candidates {
       activeOverlap = Arrays.copyOf(activeOverlap, n);
       prefill = Arrays.copyOf(prefill, n);
       decode = Arrays.copyOf(decode, n);
+      sole = Arrays.copyOf(sole, n);
       active = Arrays.copyOf(active, n);
       cached = Arrays.copyOf(cached, n);
       engineLoads = Arrays.copyOf(engineLoads, n);
@@ -99,6 +101,7 @@ public final class Candidates {
     System.arraycopy(activeOverlap, i + 1, activeOverlap, i, tail);
     System.arraycopy(prefill, i + 1, prefill, i, tail);
     System.arraycopy(decode, i + 1, decode, i, tail);
+    System.arraycopy(sole, i + 1, sole, i, tail);
     System.arraycopy(active, i + 1, active, i, tail);
     System.arraycopy(cached, i + 1, cached, i, tail);
     System.arraycopy(engineLoads, i + 1, engineLoads, i, tail);
@@ -116,6 +119,21 @@ public final class Candidates {
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
+    sole[i] = 0;
+  }
+
+  /** Sets the blocks held by exactly one of candidate {@code i}'s active requests; under the admission lock. */
+  void setSoleBlocks(int i, long soleBlocks) {
+    sole[i] = soleBlocks;
+  }
+
+  /**
+   * Blocks held by exactly one of candidate {@code i}'s active requests (this one not included): what closing them
+   * frees, since a shared prefix is freed only with its last holder. Package-private: only the router's own
+   * policies read it.
+   */
+  long soleBlocks(int i) {
+    return sole[check(i)];
   }
 
   void clear() {

@@ -30,6 +30,7 @@ final class LoadTracker {
   private long[] prefillTokens = new long[16];
   private int[] activeRequests = new int[16];
   private long[] liveBlocks = new long[16];
+  private long[] soleBlocks = new long[16]; // blocks held by exactly one active request
   private Long2IntOpenHashMap[] activeBlocks = new Long2IntOpenHashMap[16];
   private long[] generations = new long[16]; // 0: no registration owns the slot
   private long overReleases;
@@ -42,6 +43,7 @@ final class LoadTracker {
       prefillTokens = Arrays.copyOf(prefillTokens, n);
       activeRequests = Arrays.copyOf(activeRequests, n);
       liveBlocks = Arrays.copyOf(liveBlocks, n);
+      soleBlocks = Arrays.copyOf(soleBlocks, n);
       activeBlocks = Arrays.copyOf(activeBlocks, n);
       generations = Arrays.copyOf(generations, n);
     }
@@ -62,6 +64,7 @@ final class LoadTracker {
     prefillTokens[slot] = 0;
     activeRequests[slot] = 0;
     liveBlocks[slot] = 0;
+    soleBlocks[slot] = 0;
     activeBlocks[slot] = null;
   }
 
@@ -93,6 +96,14 @@ final class LoadTracker {
     return liveBlocks[slot];
   }
 
+  /**
+   * Blocks held by exactly one of the slot's active requests: what closing that request frees. A shared prefix's
+   * blocks count here only once a single holder is left.
+   */
+  long soleBlocks(int slot) {
+    return soleBlocks[slot];
+  }
+
   /** Leading request blocks already held by the slot's active requests, in steps of {@link #SAMPLE}. */
   int activeDepth(int slot, long[] hashes, int count) {
     if (liveBlocks[slot] == 0 || count == 0) {
@@ -122,12 +133,18 @@ final class LoadTracker {
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long sole = soleBlocks[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
-      if (map.addTo(hashes[p], 1) == 0) {
+      int before = map.addTo(hashes[p], 1);
+      if (before == 0) {
         live += span(p);
+        sole += span(p);
+      } else if (before == 1) {
+        sole -= span(p); // now shared
       }
     }
     liveBlocks[slot] = live;
+    soleBlocks[slot] = sole;
     return true;
   }
 
@@ -145,13 +162,19 @@ final class LoadTracker {
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long sole = soleBlocks[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
-      if (map.addTo(keys[k++], 1) == 0) {
+      int before = map.addTo(keys[k++], 1);
+      if (before == 0) {
         live += span(p);
+        sole += span(p);
+      } else if (before == 1) {
+        sole -= span(p);
       }
     }
     liveBlocks[slot] = live;
+    soleBlocks[slot] = sole;
     return true;
   }
 
@@ -168,20 +191,26 @@ final class LoadTracker {
     activeRequests[slot]--;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long sole = soleBlocks[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
       long h = keys[k++];
       int before = map.get(h);
       if (before > 1) {
         map.put(h, before - 1);
+        if (before == 2) {
+          sole += span(p); // one holder left
+        }
       } else if (before == 1) {
         map.remove(h);
         live -= span(p);
+        sole -= span(p);
       } else {
         overReleases++;
       }
     }
     liveBlocks[slot] = live;
+    soleBlocks[slot] = sole;
   }
 
   void releasePrefill(int slot, long generation, long prefill) {
@@ -209,19 +238,25 @@ final class LoadTracker {
     activeRequests[slot]--;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long sole = soleBlocks[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
       long h = hashes[p];
       int before = map.get(h);
       if (before > 1) {
         map.put(h, before - 1);
+        if (before == 2) {
+          sole += span(p); // one holder left
+        }
       } else if (before == 1) {
         map.remove(h);
         live -= span(p);
+        sole -= span(p);
       } else {
         overReleases++; // a block this request booked is not booked: released twice
       }
     }
     liveBlocks[slot] = live;
+    soleBlocks[slot] = sole;
   }
 
   /** The first counted block of a request of {@code count} blocks, or -1 if it has none. */

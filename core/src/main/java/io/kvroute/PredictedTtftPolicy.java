@@ -306,12 +306,16 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     double ttft = own + slope * c.prefillTokens(i);
     if (m.filled && !Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
-      // finish; they finish at about active / service time per nanosecond.
+      // finish; they finish at about active / service time per nanosecond, and each frees only the blocks no other
+      // active request holds (its own tail and output; a shared prefix goes with its last holder). Once all have
+      // finished everything is free, so at most `active` of them are waited for.
       double pinned = c.decodeBlocks(i) * m.footprint;
       double over = pinned - m.maxCached;
-      if (over > 0) {
-        double perRequest = pinned / (active + 1);
-        ttft += over / perRequest * m.serviceNanos / Math.max(1, active);
+      if (over > 0 && active > 0) {
+        long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+        double freedPerRequest = (c.soleBlocks(i) + (m.footprint - 1) * booked) / active;
+        double finishing = freedPerRequest > 0 ? Math.min(active, over / freedPerRequest) : active;
+        ttft += finishing * m.serviceNanos / active;
       }
     }
     double price = 0;
