@@ -30,7 +30,10 @@ final class LoadTracker {
   private long[] prefillTokens = new long[16];
   private int[] activeRequests = new int[16];
   private long[] liveBlocks = new long[16];
-  private long[] soleBlocks = new long[16]; // blocks held by exactly one active request
+  /** Holder counts above this share its bucket; such blocks are freed only when nearly every request has closed. */
+  static final int MAX_HOLDERS = 32;
+  // holders[slot][h]: distinct blocks held by exactly h active requests (h = MAX_HOLDERS: at least that many).
+  private long[][] holders = new long[16][];
   private Long2IntOpenHashMap[] activeBlocks = new Long2IntOpenHashMap[16];
   private long[] generations = new long[16]; // 0: no registration owns the slot
   private long overReleases;
@@ -43,12 +46,13 @@ final class LoadTracker {
       prefillTokens = Arrays.copyOf(prefillTokens, n);
       activeRequests = Arrays.copyOf(activeRequests, n);
       liveBlocks = Arrays.copyOf(liveBlocks, n);
-      soleBlocks = Arrays.copyOf(soleBlocks, n);
+      holders = Arrays.copyOf(holders, n);
       activeBlocks = Arrays.copyOf(activeBlocks, n);
       generations = Arrays.copyOf(generations, n);
     }
     clear(slot);
     activeBlocks[slot] = new Long2IntOpenHashMap(EXPECTED_KEYS);
+    holders[slot] = new long[MAX_HOLDERS + 1];
     generations[slot] = generation;
   }
 
@@ -64,7 +68,7 @@ final class LoadTracker {
     prefillTokens[slot] = 0;
     activeRequests[slot] = 0;
     liveBlocks[slot] = 0;
-    soleBlocks[slot] = 0;
+    holders[slot] = null;
     activeBlocks[slot] = null;
   }
 
@@ -101,7 +105,25 @@ final class LoadTracker {
    * blocks count here only once a single holder is left.
    */
   long soleBlocks(int slot) {
-    return soleBlocks[slot];
+    return holders[slot][1];
+  }
+
+  /**
+   * The slot's distinct active blocks by holder count: element {@code h} counts the blocks held by exactly {@code h}
+   * active requests ({@link #MAX_HOLDERS}: at least that many; element 0 is unused). The tracker's own array, to be
+   * copied, not kept or written.
+   */
+  long[] holderHistogram(int slot) {
+    return holders[slot];
+  }
+
+  private static void moveHolders(long[] histogram, int before, int after, int span) {
+    if (before > 0) {
+      histogram[Math.min(before, MAX_HOLDERS)] -= span;
+    }
+    if (after > 0) {
+      histogram[Math.min(after, MAX_HOLDERS)] += span;
+    }
   }
 
   /** Leading request blocks already held by the slot's active requests, in steps of {@link #SAMPLE}. */
@@ -133,18 +155,15 @@ final class LoadTracker {
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
-    long sole = soleBlocks[slot];
+    long[] histogram = holders[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
       int before = map.addTo(hashes[p], 1);
       if (before == 0) {
         live += span(p);
-        sole += span(p);
-      } else if (before == 1) {
-        sole -= span(p); // now shared
       }
+      moveHolders(histogram, before, before + 1, span(p));
     }
     liveBlocks[slot] = live;
-    soleBlocks[slot] = sole;
     return true;
   }
 
@@ -162,19 +181,16 @@ final class LoadTracker {
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
-    long sole = soleBlocks[slot];
+    long[] histogram = holders[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
       int before = map.addTo(keys[k++], 1);
       if (before == 0) {
         live += span(p);
-        sole += span(p);
-      } else if (before == 1) {
-        sole -= span(p);
       }
+      moveHolders(histogram, before, before + 1, span(p));
     }
     liveBlocks[slot] = live;
-    soleBlocks[slot] = sole;
     return true;
   }
 
@@ -191,26 +207,23 @@ final class LoadTracker {
     activeRequests[slot]--;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
-    long sole = soleBlocks[slot];
+    long[] histogram = holders[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
       long h = keys[k++];
       int before = map.get(h);
       if (before > 1) {
         map.put(h, before - 1);
-        if (before == 2) {
-          sole += span(p); // one holder left
-        }
+        moveHolders(histogram, before, before - 1, span(p));
       } else if (before == 1) {
         map.remove(h);
         live -= span(p);
-        sole -= span(p);
+        moveHolders(histogram, 1, 0, span(p));
       } else {
         overReleases++;
       }
     }
     liveBlocks[slot] = live;
-    soleBlocks[slot] = sole;
   }
 
   void releasePrefill(int slot, long generation, long prefill) {
@@ -238,25 +251,22 @@ final class LoadTracker {
     activeRequests[slot]--;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
-    long sole = soleBlocks[slot];
+    long[] histogram = holders[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
       long h = hashes[p];
       int before = map.get(h);
       if (before > 1) {
         map.put(h, before - 1);
-        if (before == 2) {
-          sole += span(p); // one holder left
-        }
+        moveHolders(histogram, before, before - 1, span(p));
       } else if (before == 1) {
         map.remove(h);
         live -= span(p);
-        sole -= span(p);
+        moveHolders(histogram, 1, 0, span(p));
       } else {
         overReleases++; // a block this request booked is not booked: released twice
       }
     }
     liveBlocks[slot] = live;
-    soleBlocks[slot] = sole;
   }
 
   /** The first counted block of a request of {@code count} blocks, or -1 if it has none. */

@@ -306,16 +306,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     double ttft = own + slope * c.prefillTokens(i);
     if (m.filled && !Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
-      // finish; they finish at about active / service time per nanosecond, and each frees only the blocks no other
-      // active request holds (its own tail and output; a shared prefix goes with its last holder). Once all have
-      // finished everything is free, so at most `active` of them are waited for.
+      // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
+      // holder (a request's own tail and output with it, a shared prefix with the last request sharing it).
       double pinned = c.decodeBlocks(i) * m.footprint;
       double over = pinned - m.maxCached;
       if (over > 0 && active > 0) {
         long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
-        double freedPerRequest = (c.soleBlocks(i) + (m.footprint - 1) * booked) / active;
-        double finishing = freedPerRequest > 0 ? Math.min(active, over / freedPerRequest) : active;
-        ttft += finishing * m.serviceNanos / active;
+        ttft += finishing(c, i, active, (m.footprint - 1) * booked, over) * m.serviceNanos / active;
       }
     }
     double price = 0;
@@ -333,6 +330,46 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     owns[i] = own;
     costs[i] = ttft + price;
     return costs[i];
+  }
+
+  /**
+   * How many of candidate {@code i}'s {@code active} requests must finish, in no particular order, before
+   * {@code over} blocks are free: the smallest {@code k} whose expected freed blocks reach it. A block held by
+   * {@code h} requests is freed once all {@code h} are among the {@code k} finished, with probability
+   * {@code k/A x (k-1)/(A-1) x ... x (k-h+1)/(A-h+1)} (drawing without replacement); the {@code unbooked} blocks
+   * (outputs, partial blocks: one holder each) are freed in proportion, {@code k/A}. At most {@code active}: once
+   * all have finished, everything is free.
+   */
+  static double finishing(Candidates c, int i, int active, double unbooked, double over) {
+    if (freed(c, i, active, unbooked, active) < over) {
+      return active;
+    }
+    double lo = 0;
+    double hi = active;
+    for (int iteration = 0; iteration < 24; iteration++) {
+      double mid = (lo + hi) / 2;
+      if (freed(c, i, active, unbooked, mid) >= over) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return hi;
+  }
+
+  /** Expected blocks freed once {@code k} of the {@code active} requests have finished; see {@link #finishing}. */
+  private static double freed(Candidates c, int i, int active, double unbooked, double k) {
+    double total = unbooked * k / active;
+    double all = 1; // probability that all h holders of a block are among the k finished
+    int top = Math.min(active, LoadTracker.MAX_HOLDERS);
+    for (int h = 1; h <= top; h++) {
+      all *= Math.max(0, (k - h + 1) / (active - h + 1));
+      if (all == 0) {
+        break;
+      }
+      total += c.holderBlocks(i, h) * all;
+    }
+    return total;
   }
 
   /**

@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.HashMap;
@@ -152,12 +153,12 @@ class LoadTrackerTest {
 
   /**
    * Against an exact model (a reference count per block, every block hashed): with shared prefixes a whole number
-   * of steps long the sampled keys measure the same, so the blocks held by exactly one request must agree after
-   * every booking and release, in any order, peers' key bookings included.
+   * of steps long the sampled keys measure the same, so the blocks held by exactly h requests, for every h, must
+   * agree after every booking and release, in any order, peers' key bookings included.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
-  void soleBlocksMatchAnExactReferenceCount(long seed) {
+  void holderCountsMatchAnExactReferenceCount(long seed) {
     SplittableRandom random = new SplittableRandom(seed);
     LoadTracker load = tracker(2);
     java.util.List<Map<Long, Integer>> exact = java.util.List.of(new HashMap<>(), new HashMap<>());
@@ -196,6 +197,9 @@ class LoadTrackerTest {
       open[i] = !open[i];
       long sole = counts.values().stream().filter(v -> v == 1).count();
       assertEquals(sole, load.soleBlocks(slot), "seed " + seed + " step " + step);
+      long[] histogram = new long[LoadTracker.MAX_HOLDERS + 1];
+      counts.values().forEach(v -> histogram[Math.min(v, LoadTracker.MAX_HOLDERS)]++);
+      assertArrayEquals(histogram, load.holderHistogram(slot), "seed " + seed + " step " + step);
       assertEquals(counts.size(), load.activeBlocks(slot), "seed " + seed + " step " + step);
     }
     assertEquals(0, load.overReleases());

@@ -219,4 +219,24 @@ class PredictedTtftPolicyTest {
           + policy.trackedWorkers() + " workers");
     }
   }
+  /**
+   * Two active requests share a 16-block prefix, each with a 3-block tail of its own (histogram: 6 blocks with one
+   * holder, 16 with two). One finishing frees its 3 tail blocks only; both finishing free all 22. By drawing
+   * without replacement, k of the 2 finished free 6 x k/2 + 16 x k/2 x (k-1)/1 blocks in expectation.
+   */
+  @Test
+  void aSharedPrefixIsFreedOnlyWithItsLastHolder() {
+    Candidates c = candidates(0, 600);
+    long[] histogram = new long[LoadTracker.MAX_HOLDERS + 1];
+    histogram[1] = 6;
+    histogram[2] = 16;
+    c.setHolderBlocks(0, histogram);
+    assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 0, 3), 1e-5, "3 blocks: one request's tail");
+    // 10 blocks: 3k + 8k(k-1) = 10, k = (5 + sqrt(345)) / 16.
+    assertEquals((5 + Math.sqrt(345)) / 16, PredictedTtftPolicy.finishing(c, 0, 2, 0, 10), 1e-5);
+    assertEquals(2.0, PredictedTtftPolicy.finishing(c, 0, 2, 0, 22), 1e-5, "all 22 only when both finish");
+    assertEquals(2.0, PredictedTtftPolicy.finishing(c, 0, 2, 0, 40), 1e-5, "never more than all active");
+    // 4 unbooked blocks (outputs, one holder each) freed in proportion: 5k + 8k(k-1) = 5 at k = 1.
+    assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 4, 5), 1e-5);
+  }
 }
