@@ -14,6 +14,10 @@ import java.util.Arrays;
  * operations instead of 128, under the lock every selection takes, at the price of prefix depths measured in steps
  * of {@value #SAMPLE} blocks (a shared prefix ending inside a step counts up to the step's start).
  *
+ * <p>Per worker it also keeps the active blocks by number of holders (blocks held by exactly one request, two, …):
+ * closing a request frees only the blocks it holds alone, so these say how much memory finishing requests free.
+ * Each booking or release moves a counted block between two buckets, O(1) and allocation-free.
+ *
  * <p>Each worker's map is built for 1,024 keys: fastutil never shrinks a map below its initial size, so bookings
  * never rehash it (a default-sized map grew and shrank on every request).
  *

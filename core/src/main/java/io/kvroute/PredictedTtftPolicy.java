@@ -22,7 +22,8 @@ import java.util.Objects;
  *       cost leaves that term out, because in overload it mostly measures memory waits, which {@code memoryWait}
  *       and the load bound already count.
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
- *       until enough of them finish (they finish at about {@code active / serviceTime}). The cache size is the
+ *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
+ *       its last holder, from the router's count of active blocks by holder number). The cache size is the
  *       largest cached tree seen before the tree shrank (an eviction); the pinned blocks are the router's bookings
  *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
