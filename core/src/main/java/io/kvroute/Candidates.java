@@ -20,6 +20,7 @@ public final class Candidates {
   private int[] activeOverlap = new int[8];
   private long[] prefill = new long[8];
   private long[] decode = new long[8];
+  private long[][] holders = newHolders(0, 8);
   private int[] active = new int[8];
   private long[] cached = new long[8];
   private @Nullable EngineLoad[] engineLoads = new EngineLoad[8];
@@ -67,6 +68,9 @@ public final class Candidates {
       activeOverlap = Arrays.copyOf(activeOverlap, n);
       prefill = Arrays.copyOf(prefill, n);
       decode = Arrays.copyOf(decode, n);
+      long[][] grown = newHolders(size, n);
+      System.arraycopy(holders, 0, grown, 0, size);
+      holders = grown;
       active = Arrays.copyOf(active, n);
       cached = Arrays.copyOf(cached, n);
       engineLoads = Arrays.copyOf(engineLoads, n);
@@ -99,6 +103,9 @@ public final class Candidates {
     System.arraycopy(activeOverlap, i + 1, activeOverlap, i, tail);
     System.arraycopy(prefill, i + 1, prefill, i, tail);
     System.arraycopy(decode, i + 1, decode, i, tail);
+    long[] removed = holders[i]; // rows are reused, never shared between candidates
+    System.arraycopy(holders, i + 1, holders, i, tail);
+    holders[size - 1] = removed;
     System.arraycopy(active, i + 1, active, i, tail);
     System.arraycopy(cached, i + 1, cached, i, tail);
     System.arraycopy(engineLoads, i + 1, engineLoads, i, tail);
@@ -116,6 +123,29 @@ public final class Candidates {
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
+    Arrays.fill(holders[i], 0);
+  }
+
+  private static long[][] newHolders(int from, int n) {
+    long[][] rows = new long[n][];
+    for (int r = from; r < n; r++) {
+      rows[r] = new long[LoadTracker.MAX_HOLDERS + 1];
+    }
+    return rows;
+  }
+
+  /** Copies candidate {@code i}'s active blocks by holder count (see {@link LoadTracker#holderHistogram}). */
+  void setHolderBlocks(int i, long[] histogram) {
+    System.arraycopy(histogram, 0, holders[i], 0, LoadTracker.MAX_HOLDERS + 1);
+  }
+
+  /**
+   * Candidate {@code i}'s active blocks held by exactly {@code h} active requests (this one not included; {@code h}
+   * from 1 to {@link LoadTracker#MAX_HOLDERS}, the last bucket counting at least that many): a block is freed only
+   * with its last holder. Package-private: only the router's own policies read it.
+   */
+  long holderBlocks(int i, int h) {
+    return holders[check(i)][h];
   }
 
   void clear() {

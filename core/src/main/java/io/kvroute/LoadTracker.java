@@ -14,6 +14,10 @@ import java.util.Arrays;
  * operations instead of 128, under the lock every selection takes, at the price of prefix depths measured in steps
  * of {@value #SAMPLE} blocks (a shared prefix ending inside a step counts up to the step's start).
  *
+ * <p>Per worker it also keeps the active blocks by number of holders (blocks held by exactly one request, two, …):
+ * closing a request frees only the blocks it holds alone, so these say how much memory finishing requests free.
+ * Each booking or release moves a counted block between two buckets, O(1) and allocation-free.
+ *
  * <p>Each worker's map is built for 1,024 keys: fastutil never shrinks a map below its initial size, so bookings
  * never rehash it (a default-sized map grew and shrank on every request).
  *
@@ -30,6 +34,10 @@ final class LoadTracker {
   private long[] prefillTokens = new long[16];
   private int[] activeRequests = new int[16];
   private long[] liveBlocks = new long[16];
+  /** Holder counts above this share its bucket; such blocks are freed only when nearly every request has closed. */
+  static final int MAX_HOLDERS = 32;
+  // holders[slot][h]: distinct blocks held by exactly h active requests (h = MAX_HOLDERS: at least that many).
+  private long[][] holders = new long[16][];
   private Long2IntOpenHashMap[] activeBlocks = new Long2IntOpenHashMap[16];
   private long[] generations = new long[16]; // 0: no registration owns the slot
   private long overReleases;
@@ -42,11 +50,13 @@ final class LoadTracker {
       prefillTokens = Arrays.copyOf(prefillTokens, n);
       activeRequests = Arrays.copyOf(activeRequests, n);
       liveBlocks = Arrays.copyOf(liveBlocks, n);
+      holders = Arrays.copyOf(holders, n);
       activeBlocks = Arrays.copyOf(activeBlocks, n);
       generations = Arrays.copyOf(generations, n);
     }
     clear(slot);
     activeBlocks[slot] = new Long2IntOpenHashMap(EXPECTED_KEYS);
+    holders[slot] = new long[MAX_HOLDERS + 1];
     generations[slot] = generation;
   }
 
@@ -62,6 +72,7 @@ final class LoadTracker {
     prefillTokens[slot] = 0;
     activeRequests[slot] = 0;
     liveBlocks[slot] = 0;
+    holders[slot] = null;
     activeBlocks[slot] = null;
   }
 
@@ -93,6 +104,32 @@ final class LoadTracker {
     return liveBlocks[slot];
   }
 
+  /**
+   * Blocks held by exactly one of the slot's active requests: what closing that request frees. A shared prefix's
+   * blocks count here only once a single holder is left.
+   */
+  long soleBlocks(int slot) {
+    return holders[slot][1];
+  }
+
+  /**
+   * The slot's distinct active blocks by holder count: element {@code h} counts the blocks held by exactly {@code h}
+   * active requests ({@link #MAX_HOLDERS}: at least that many; element 0 is unused). The tracker's own array, to be
+   * copied, not kept or written.
+   */
+  long[] holderHistogram(int slot) {
+    return holders[slot];
+  }
+
+  private static void moveHolders(long[] histogram, int before, int after, int span) {
+    if (before > 0) {
+      histogram[Math.min(before, MAX_HOLDERS)] -= span;
+    }
+    if (after > 0) {
+      histogram[Math.min(after, MAX_HOLDERS)] += span;
+    }
+  }
+
   /** Leading request blocks already held by the slot's active requests, in steps of {@link #SAMPLE}. */
   int activeDepth(int slot, long[] hashes, int count) {
     if (liveBlocks[slot] == 0 || count == 0) {
@@ -122,10 +159,13 @@ final class LoadTracker {
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long[] histogram = holders[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
-      if (map.addTo(hashes[p], 1) == 0) {
+      int before = map.addTo(hashes[p], 1);
+      if (before == 0) {
         live += span(p);
       }
+      moveHolders(histogram, before, before + 1, span(p));
     }
     liveBlocks[slot] = live;
     return true;
@@ -145,11 +185,14 @@ final class LoadTracker {
     activeRequests[slot]++;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long[] histogram = holders[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
-      if (map.addTo(keys[k++], 1) == 0) {
+      int before = map.addTo(keys[k++], 1);
+      if (before == 0) {
         live += span(p);
       }
+      moveHolders(histogram, before, before + 1, span(p));
     }
     liveBlocks[slot] = live;
     return true;
@@ -168,15 +211,18 @@ final class LoadTracker {
     activeRequests[slot]--;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long[] histogram = holders[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
       long h = keys[k++];
       int before = map.get(h);
       if (before > 1) {
         map.put(h, before - 1);
+        moveHolders(histogram, before, before - 1, span(p));
       } else if (before == 1) {
         map.remove(h);
         live -= span(p);
+        moveHolders(histogram, 1, 0, span(p));
       } else {
         overReleases++;
       }
@@ -209,14 +255,17 @@ final class LoadTracker {
     activeRequests[slot]--;
     Long2IntOpenHashMap map = activeBlocks[slot];
     long live = liveBlocks[slot];
+    long[] histogram = holders[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
       long h = hashes[p];
       int before = map.get(h);
       if (before > 1) {
         map.put(h, before - 1);
+        moveHolders(histogram, before, before - 1, span(p));
       } else if (before == 1) {
         map.remove(h);
         live -= span(p);
+        moveHolders(histogram, 1, 0, span(p));
       } else {
         overReleases++; // a block this request booked is not booked: released twice
       }

@@ -22,7 +22,8 @@ import java.util.Objects;
  *       cost leaves that term out, because in overload it mostly measures memory waits, which {@code memoryWait}
  *       and the load bound already count.
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
- *       until enough of them finish (they finish at about {@code active / serviceTime}). The cache size is the
+ *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
+ *       its last holder, from the router's count of active blocks by holder number). The cache size is the
  *       largest cached tree seen before the tree shrank (an eviction); the pinned blocks are the router's bookings
  *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
@@ -37,8 +38,11 @@ import java.util.Objects;
  * could take the request without evicting a warm prefix, so balance never costs the cache. Among the rest the cost
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
  * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
- * Costs closer than one engine step (the smallest fitted {@code a}) tie, and ties go to the worker that took the
- * fewest new prefixes lately, then by rendezvous hash of the prefix.
+ * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that both hold as much
+ * of the prompt as any, the tie goes to the one with fewer prompt tokens waiting for a first token (they share this
+ * request's prefill step), then fewer active requests (each lengthens every step); otherwise, and then, to the one
+ * that took the fewest new prefixes lately, then by rendezvous hash of the prefix, so that copies and new prefixes
+ * land consistently rather than wherever is least busy.
  */
 final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   private static final double PLACEMENT_DECAY = 0.98;
@@ -254,9 +258,10 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         }
       }
     }
-    // Ties (within one engine step) go to the worker with the fewest prompt tokens waiting for their first token
-    // (they share this request's prefill step), then the fewest active requests (each lengthens every step), then
-    // the fewest new prefixes lately, then by rendezvous hash of the prefix.
+    // Ties (within one engine step): between two workers that both hold as much of the prompt as any, the one with
+    // the fewest prompt tokens waiting for their first token (they share this request's prefill step), then the
+    // fewest active requests (each lengthens every step); otherwise, and then, the one that took the fewest new
+    // prefixes lately, then by rendezvous hash of the prefix (so copies and new prefixes land consistently).
     int blocks = c.requestBlocks();
     long key = blocks == 0 ? 0 : c.sequenceHash(Math.min(8, blocks) - 1);
     int choice = best;
@@ -265,7 +270,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
           || (anyEligible && c.cost(i) == Double.POSITIVE_INFINITY)) {
         continue;
       }
-      if (breaksTie(c, i, choice, key)) {
+      boolean holders = bestHit > 0 && hit(c, i, maxHitBlocks) == bestHit && hit(c, choice, maxHitBlocks) == bestHit;
+      if (breaksTie(c, i, choice, key, holders)) {
         choice = i;
       }
     }
@@ -301,12 +307,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     double ttft = own + slope * c.prefillTokens(i);
     if (m.filled && !Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
-      // finish; they finish at about active / service time per nanosecond.
+      // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
+      // holder (a request's own tail and output with it, a shared prefix with the last request sharing it).
       double pinned = c.decodeBlocks(i) * m.footprint;
       double over = pinned - m.maxCached;
-      if (over > 0) {
-        double perRequest = pinned / (active + 1);
-        ttft += over / perRequest * m.serviceNanos / Math.max(1, active);
+      if (over > 0 && active > 0) {
+        long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+        ttft += finishing(c, i, active, (m.footprint - 1) * booked, over) * m.serviceNanos / active;
       }
     }
     double price = 0;
@@ -324,6 +331,46 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     owns[i] = own;
     costs[i] = ttft + price;
     return costs[i];
+  }
+
+  /**
+   * How many of candidate {@code i}'s {@code active} requests must finish, in no particular order, before
+   * {@code over} blocks are free: the smallest {@code k} whose expected freed blocks reach it. A block held by
+   * {@code h} requests is freed once all {@code h} are among the {@code k} finished, with probability
+   * {@code k/A x (k-1)/(A-1) x ... x (k-h+1)/(A-h+1)} (drawing without replacement); the {@code unbooked} blocks
+   * (outputs, partial blocks: one holder each) are freed in proportion, {@code k/A}. At most {@code active}: once
+   * all have finished, everything is free.
+   */
+  static double finishing(Candidates c, int i, int active, double unbooked, double over) {
+    if (freed(c, i, active, unbooked, active) < over) {
+      return active;
+    }
+    double lo = 0;
+    double hi = active;
+    for (int iteration = 0; iteration < 24; iteration++) {
+      double mid = (lo + hi) / 2;
+      if (freed(c, i, active, unbooked, mid) >= over) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return hi;
+  }
+
+  /** Expected blocks freed once {@code k} of the {@code active} requests have finished; see {@link #finishing}. */
+  private static double freed(Candidates c, int i, int active, double unbooked, double k) {
+    double total = unbooked * k / active;
+    double all = 1; // probability that all h holders of a block are among the k finished
+    int top = Math.min(active, LoadTracker.MAX_HOLDERS);
+    for (int h = 1; h <= top; h++) {
+      all *= Math.max(0, (k - h + 1) / (active - h + 1));
+      if (all == 0) {
+        break;
+      }
+      total += c.holderBlocks(i, h) * all;
+    }
+    return total;
   }
 
   /**
@@ -349,16 +396,20 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   }
 
   /**
-   * Whether tied candidate {@code i} is preferred to {@code j}: fewer prompt tokens waiting for a first token, then
-   * fewer active requests, then fewer new prefixes placed lately, then the higher rendezvous hash of the prefix.
+   * Whether tied candidate {@code i} is preferred to {@code j}. Between two {@code holders} of the prompt's longest
+   * cached prefix: fewer prompt tokens waiting for a first token, then fewer active requests. Then (and between
+   * others, where the tie decides where a copy or a new prefix lives, not which holder serves it): fewer new
+   * prefixes placed lately, then the higher rendezvous hash of the prefix.
    */
-  private boolean breaksTie(Candidates c, int i, int j, long key) {
-    int cmp = Long.compare(c.prefillTokens(i), c.prefillTokens(j));
-    if (cmp == 0) {
-      cmp = Integer.compare(c.activeRequests(i), c.activeRequests(j));
-    }
-    if (cmp != 0) {
-      return cmp < 0;
+  private boolean breaksTie(Candidates c, int i, int j, long key, boolean holders) {
+    if (holders) {
+      int cmp = Long.compare(c.prefillTokens(i), c.prefillTokens(j));
+      if (cmp == 0) {
+        cmp = Integer.compare(c.activeRequests(i), c.activeRequests(j));
+      }
+      if (cmp != 0) {
+        return cmp < 0;
+      }
     }
     double pi = placements.get(c.worker(i).id());
     double pj = placements.get(c.worker(j).id());

@@ -1,9 +1,15 @@
 package io.kvroute;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.HashMap;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 class LoadTrackerTest {
   private static final BlockHasher HASHER = BlockHasher.of(16);
@@ -104,5 +110,98 @@ class LoadTrackerTest {
     assertEquals(20, load.activeBlocks(0));
     assertEquals(0, load.overReleases());
     assertEquals(2, load.staleReleases());
+  }
+
+  @Test
+  void closingOneOfTwoSharersFreesItsTailAndClosingBothFreesThePrefixToo() {
+    // A 16-block shared prefix (two whole steps) and a 3-block unique tail each: 16 + 3 + 3 = 22 distinct blocks.
+    int[] prefix = Fixtures.prompt(11, 16 * 16);
+    long[] a = HASHER.sequenceHashes(Fixtures.concat(prefix, Fixtures.prompt(12, 3 * 16)));
+    long[] b = HASHER.sequenceHashes(Fixtures.concat(prefix, Fixtures.prompt(13, 3 * 16)));
+    LoadTracker load = tracker(1);
+    load.book(0, GEN, 0, a, a.length);
+    assertEquals(19, load.soleBlocks(0), "a lone request holds all its blocks alone");
+    load.book(0, GEN, 0, b, b.length);
+    assertEquals(22, load.activeBlocks(0));
+    assertEquals(3 + 3, load.soleBlocks(0), "only the tails are held by one request");
+    load.releaseRequest(0, GEN, a, a.length);
+    assertEquals(22 - 3, load.activeBlocks(0), "closing one frees its 3-block tail");
+    assertEquals(16 + 3, load.soleBlocks(0), "the prefix now has one holder left");
+    load.releaseRequest(0, GEN, b, b.length);
+    assertEquals(0, load.activeBlocks(0), "closing both frees all 22");
+    assertEquals(0, load.soleBlocks(0));
+  }
+
+  @Test
+  void aSharedPrefixEndingInsideAStepLeavesItsPartialStepUnshared() {
+    // 10 shared blocks: the step boundary is at 8, so blocks 8-12 of each 13-block request count as its own.
+    int[] prefix = Fixtures.prompt(14, 10 * 16);
+    long[] a = HASHER.sequenceHashes(Fixtures.concat(prefix, Fixtures.prompt(15, 3 * 16)));
+    long[] b = HASHER.sequenceHashes(Fixtures.concat(prefix, Fixtures.prompt(16, 3 * 16)));
+    LoadTracker load = tracker(1);
+    load.book(0, GEN, 0, a, a.length);
+    load.book(0, GEN, 0, b, b.length);
+    assertEquals(8 + 5 + 5, load.activeBlocks(0));
+    assertEquals(5 + 5, load.soleBlocks(0));
+    load.releaseRequest(0, GEN, b, b.length);
+    assertEquals(13, load.soleBlocks(0));
+  }
+
+  static LongStream seeds() {
+    return LongStream.rangeClosed(1, 6);
+  }
+
+  /**
+   * Against an exact model (a reference count per block, every block hashed): with shared prefixes a whole number
+   * of steps long the sampled keys measure the same, so the blocks held by exactly h requests, for every h, must
+   * agree after every booking and release, in any order, peers' key bookings included.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void holderCountsMatchAnExactReferenceCount(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    LoadTracker load = tracker(2);
+    java.util.List<Map<Long, Integer>> exact = java.util.List.of(new HashMap<>(), new HashMap<>());
+    long[][] booked = new long[120][];
+    long[][] keys = new long[booked.length][];
+    boolean[] open = new boolean[booked.length];
+    for (int step = 0; step < 600; step++) {
+      int i = random.nextInt(booked.length);
+      int slot = i % 2;
+      Map<Long, Integer> counts = exact.get(slot);
+      if (!open[i]) {
+        int shared = random.nextInt(5) * LoadTracker.SAMPLE * 16;
+        int[] tokens = Fixtures.concat(Fixtures.prompt(20 + random.nextInt(3), shared),
+            Fixtures.prompt(1000 + step, 16 * (1 + random.nextInt(30))));
+        booked[i] = HASHER.sequenceHashes(tokens);
+        keys[i] = new long[RemoteLoad.loadKeyCount(booked[i].length)];
+        RemoteLoad.loadKeys(booked[i], booked[i].length, keys[i]);
+        if (random.nextBoolean()) {
+          load.book(slot, GEN, 0, booked[i], booked[i].length);
+        } else {
+          load.bookKeys(slot, GEN, 0, keys[i], booked[i].length);
+        }
+        for (long h : booked[i]) {
+          counts.merge(h, 1, Integer::sum);
+        }
+      } else {
+        if (random.nextBoolean()) {
+          load.releaseRequest(slot, GEN, booked[i], booked[i].length);
+        } else {
+          load.releaseKeys(slot, GEN, keys[i], booked[i].length);
+        }
+        for (long h : booked[i]) {
+          counts.merge(h, -1, (x, y) -> x + y == 0 ? null : x + y);
+        }
+      }
+      open[i] = !open[i];
+      long sole = counts.values().stream().filter(v -> v == 1).count();
+      assertEquals(sole, load.soleBlocks(slot), "seed " + seed + " step " + step);
+      long[] histogram = new long[LoadTracker.MAX_HOLDERS + 1];
+      counts.values().forEach(v -> histogram[Math.min(v, LoadTracker.MAX_HOLDERS)]++);
+      assertArrayEquals(histogram, load.holderHistogram(slot), "seed " + seed + " step " + step);
+      assertEquals(counts.size(), load.activeBlocks(slot), "seed " + seed + " step " + step);
+    }
+    assertEquals(0, load.overReleases());
   }
 }

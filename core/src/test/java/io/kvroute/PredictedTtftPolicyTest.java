@@ -114,18 +114,57 @@ class PredictedTtftPolicyTest {
   }
 
   /**
-   * Equal costs with different queues: A holds 30 blocks but has 32 prompt tokens waiting for their first token
-   * (32 queued + 32 uncached = 64), B holds 28 blocks and has none (64 uncached). B has one more active request, but
-   * A's waiting prompt would share this request's prefill step: the tie goes to B. (Preferring the fewest active
-   * requests alone kept requests that arrive together on the worker that just emptied, in one prefill batch.)
+   * A new prefix (no worker holds any of it) ties at A and B (512 tokens each): where it lives is decided by the
+   * placement counts and the rendezvous hash of the prefix, not by which worker is busier, so the choice is the same
+   * whichever of them has the active request.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
-  void equalCostsGoToTheWorkerWithLessPromptWaitingBeforeFewerActiveRequests(long seed) {
+  void whereANewPrefixLivesDoesNotDependOnActiveRequests(long seed) {
     for (int p = 0; p < 16; p++) {
       int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
-      assertEquals(1, RouterPolicy.predictedTtft().select(tied(prompt, 30, 32, 0, 28, 0, 1)), "prompt " + p);
-      assertEquals(0, RouterPolicy.predictedTtft().select(tied(prompt, 28, 0, 1, 30, 32, 0)), "prompt " + p);
+      int busyA = RouterPolicy.predictedTtft().select(tied(prompt, 0, 0, 1, 0, 0, 0));
+      int busyB = RouterPolicy.predictedTtft().select(tied(prompt, 0, 0, 0, 0, 0, 1));
+      assertEquals(busyA, busyB, "prompt " + p);
+    }
+  }
+
+  /**
+   * Teaches {@code policy}, through a router, that first tokens take 20 ms plus 10 us per prompt token, whatever the
+   * load: its fitted intercept, the tie tolerance (one engine step), becomes 20 ms.
+   */
+  private static void learnA20msStep(RouterPolicy policy, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(seed).build();
+    router.addWorker(A);
+    router.addWorker(B);
+    for (int i = 0; i < 200; i++) {
+      Routing r = router.select(Fixtures.prompt(seed * 1000 + i, 16 + random.nextInt(4000)));
+      ticker.advance(Duration.ofNanos(20_000_000 + 10_000 * (r.queuedPrefillTokens() + r.bookedPrefillTokens)));
+      r.firstToken();
+      r.close();
+    }
+  }
+
+  /**
+   * Two holders of the whole prefix within one engine step (20 ms, learned) of each other: A has 64 prompt tokens
+   * waiting for their first token and no active request of its own beyond them, B has none waiting and one active
+   * request. A's waiting prompt would share this request's prefill step, so the tie goes to B; preferring the fewest
+   * active requests first would pick A, and keep requests that arrive together on the worker that just emptied, in
+   * one prefill batch (a closed-loop convoy).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void betweenHoldersFewerWaitingPromptTokensComeBeforeFewerActiveRequests(long seed) {
+    for (int p = 0; p < 8; p++) {
+      int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
+      RouterPolicy policy = RouterPolicy.predictedTtft();
+      learnA20msStep(policy, seed * 100 + p);
+      assertEquals(1, policy.select(tied(prompt, 30, 64, 0, 30, 0, 1)), "prompt " + p);
+      policy = RouterPolicy.predictedTtft();
+      learnA20msStep(policy, seed * 100 + p);
+      assertEquals(0, policy.select(tied(prompt, 30, 0, 1, 30, 64, 0)), "prompt " + p);
     }
   }
 
@@ -179,5 +218,25 @@ class PredictedTtftPolicyTest {
       assertTrue(policy.trackedWorkers() <= 2 * live + 9, "after " + (i + 1) + " churns the policy tracks "
           + policy.trackedWorkers() + " workers");
     }
+  }
+  /**
+   * Two active requests share a 16-block prefix, each with a 3-block tail of its own (histogram: 6 blocks with one
+   * holder, 16 with two). One finishing frees its 3 tail blocks only; both finishing free all 22. By drawing
+   * without replacement, k of the 2 finished free 6 x k/2 + 16 x k/2 x (k-1)/1 blocks in expectation.
+   */
+  @Test
+  void aSharedPrefixIsFreedOnlyWithItsLastHolder() {
+    Candidates c = candidates(0, 600);
+    long[] histogram = new long[LoadTracker.MAX_HOLDERS + 1];
+    histogram[1] = 6;
+    histogram[2] = 16;
+    c.setHolderBlocks(0, histogram);
+    assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 0, 3), 1e-5, "3 blocks: one request's tail");
+    // 10 blocks: 3k + 8k(k-1) = 10, k = (5 + sqrt(345)) / 16.
+    assertEquals((5 + Math.sqrt(345)) / 16, PredictedTtftPolicy.finishing(c, 0, 2, 0, 10), 1e-5);
+    assertEquals(2.0, PredictedTtftPolicy.finishing(c, 0, 2, 0, 22), 1e-5, "all 22 only when both finish");
+    assertEquals(2.0, PredictedTtftPolicy.finishing(c, 0, 2, 0, 40), 1e-5, "never more than all active");
+    // 4 unbooked blocks (outputs, one holder each) freed in proportion: 5k + 8k(k-1) = 5 at k = 1.
+    assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 4, 5), 1e-5);
   }
 }
