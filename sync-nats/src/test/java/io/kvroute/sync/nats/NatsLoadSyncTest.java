@@ -351,7 +351,9 @@ class NatsLoadSyncTest {
     int n = 10_000;
     long id = 1_000_000;
     double least = Double.MAX_VALUE;
-    for (int round = 0; round < 6; round++) { // the first rounds grow buffers; keep the least
+    // The first rounds grow buffers and run before the JIT has compiled (and scalar-replaced) the hooks; on a busy
+    // machine that can take many rounds, so measure until one round is allocation-free or 40 rounds have run.
+    for (int round = 0; round < 40 && least >= 8; round++) {
       long before = mx.getThreadAllocatedBytes(thread);
       for (int i = 0; i < n; i++, id++) {
         a.sync.booked(id, i % 2 == 0 ? W0 : W1, 2048, hashes, 128, false);
