@@ -13,6 +13,8 @@ import org.jspecify.annotations.Nullable;
  * request added, counting blocks shared by its active requests once (as Dynamo does).
  */
 public final class Candidates {
+  private static final long[] NO_HOLDERS = new long[LoadTracker.MAX_HOLDERS + 1];
+
   private int size;
   private Worker[] workers = new Worker[8];
   private int[] overlap = new int[8];
@@ -20,7 +22,9 @@ public final class Candidates {
   private int[] activeOverlap = new int[8];
   private long[] prefill = new long[8];
   private long[] decode = new long[8];
-  private long[][] holders = newHolders(0, 8);
+  // holders[i]: the tracker's own row for candidate i (read, never written here), or NO_HOLDERS; valid only under the
+  // admission lock, which is held from setLoad to the booking, so a row is never copied on the select path.
+  private long[][] holders = new long[8][];
   private int[] active = new int[8];
   private long[] cached = new long[8];
   private @Nullable EngineLoad[] engineLoads = new EngineLoad[8];
@@ -68,9 +72,7 @@ public final class Candidates {
       activeOverlap = Arrays.copyOf(activeOverlap, n);
       prefill = Arrays.copyOf(prefill, n);
       decode = Arrays.copyOf(decode, n);
-      long[][] grown = newHolders(size, n);
-      System.arraycopy(holders, 0, grown, 0, size);
-      holders = grown;
+      holders = Arrays.copyOf(holders, n);
       active = Arrays.copyOf(active, n);
       cached = Arrays.copyOf(cached, n);
       engineLoads = Arrays.copyOf(engineLoads, n);
@@ -103,9 +105,7 @@ public final class Candidates {
     System.arraycopy(activeOverlap, i + 1, activeOverlap, i, tail);
     System.arraycopy(prefill, i + 1, prefill, i, tail);
     System.arraycopy(decode, i + 1, decode, i, tail);
-    long[] removed = holders[i]; // rows are reused, never shared between candidates
     System.arraycopy(holders, i + 1, holders, i, tail);
-    holders[size - 1] = removed;
     System.arraycopy(active, i + 1, active, i, tail);
     System.arraycopy(cached, i + 1, cached, i, tail);
     System.arraycopy(engineLoads, i + 1, engineLoads, i, tail);
@@ -115,6 +115,7 @@ public final class Candidates {
     size--;
     workers[size] = null;
     engineLoads[size] = null;
+    holders[size] = null;
   }
 
   /** Sets candidate {@code i}'s booked loads; under the admission lock. */
@@ -123,20 +124,15 @@ public final class Candidates {
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
-    Arrays.fill(holders[i], 0);
+    holders[i] = NO_HOLDERS;
   }
 
-  private static long[][] newHolders(int from, int n) {
-    long[][] rows = new long[n][];
-    for (int r = from; r < n; r++) {
-      rows[r] = new long[LoadTracker.MAX_HOLDERS + 1];
-    }
-    return rows;
-  }
-
-  /** Copies candidate {@code i}'s active blocks by holder count (see {@link LoadTracker#holderHistogram}). */
+  /**
+   * Points candidate {@code i} at its worker's active blocks by holder count (see
+   * {@link LoadTracker#holderHistogram}), the tracker's live row: no copy, read only while the admission lock is held.
+   */
   void setHolderBlocks(int i, long[] histogram) {
-    System.arraycopy(histogram, 0, holders[i], 0, LoadTracker.MAX_HOLDERS + 1);
+    holders[i] = histogram;
   }
 
   /**

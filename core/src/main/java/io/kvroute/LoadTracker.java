@@ -114,8 +114,8 @@ final class LoadTracker {
 
   /**
    * The slot's distinct active blocks by holder count: element {@code h} counts the blocks held by exactly {@code h}
-   * active requests ({@link #MAX_HOLDERS}: at least that many; element 0 is unused). The tracker's own array, to be
-   * copied, not kept or written.
+   * active requests ({@link #MAX_HOLDERS}: at least that many; element 0 is unused). The tracker's own array: read
+   * only under the admission lock, never kept past it or written.
    */
   long[] holderHistogram(int slot) {
     return holders[slot];
