@@ -161,11 +161,7 @@ final class LoadTracker {
     long live = liveBlocks[slot];
     long[] histogram = holders[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
-      int before = map.addTo(hashes[p], 1);
-      if (before == 0) {
-        live += span(p);
-      }
-      moveHolders(histogram, before, before + 1, span(p));
+      live += addHolder(map, histogram, hashes[p], span(p));
     }
     liveBlocks[slot] = live;
     return true;
@@ -188,11 +184,7 @@ final class LoadTracker {
     long[] histogram = holders[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
-      int before = map.addTo(keys[k++], 1);
-      if (before == 0) {
-        live += span(p);
-      }
-      moveHolders(histogram, before, before + 1, span(p));
+      live += addHolder(map, histogram, keys[k++], span(p));
     }
     liveBlocks[slot] = live;
     return true;
@@ -214,17 +206,11 @@ final class LoadTracker {
     long[] histogram = holders[slot];
     int k = 0;
     for (int p = firstKey(blocks); p >= 0; p = nextKey(p, blocks)) {
-      long h = keys[k++];
-      int before = map.get(h);
-      if (before > 1) {
-        map.put(h, before - 1);
-        moveHolders(histogram, before, before - 1, span(p));
-      } else if (before == 1) {
-        map.remove(h);
-        live -= span(p);
-        moveHolders(histogram, 1, 0, span(p));
-      } else {
+      int freed = removeHolder(map, histogram, keys[k++], span(p));
+      if (freed < 0) {
         overReleases++;
+      } else {
+        live -= freed;
       }
     }
     liveBlocks[slot] = live;
@@ -257,20 +243,45 @@ final class LoadTracker {
     long live = liveBlocks[slot];
     long[] histogram = holders[slot];
     for (int p = firstKey(count); p >= 0; p = nextKey(p, count)) {
-      long h = hashes[p];
-      int before = map.get(h);
-      if (before > 1) {
-        map.put(h, before - 1);
-        moveHolders(histogram, before, before - 1, span(p));
-      } else if (before == 1) {
-        map.remove(h);
-        live -= span(p);
-        moveHolders(histogram, 1, 0, span(p));
-      } else {
+      int freed = removeHolder(map, histogram, hashes[p], span(p));
+      if (freed < 0) {
         overReleases++; // a block this request booked is not booked: released twice
+      } else {
+        live -= freed;
       }
     }
     liveBlocks[slot] = live;
+  }
+
+  /**
+   * Adds one holder of the counted block {@code key}, which stands for {@code span} blocks.
+   *
+   * @return the blocks that became live (span for the first holder, else 0)
+   */
+  private static int addHolder(Long2IntOpenHashMap map, long[] histogram, long key, int span) {
+    int before = map.addTo(key, 1);
+    moveHolders(histogram, before, before + 1, span);
+    return before == 0 ? span : 0;
+  }
+
+  /**
+   * Removes one holder of the counted block {@code key}, which stands for {@code span} blocks.
+   *
+   * @return the blocks freed (span when the last holder left, else 0), or -1 if the block was not booked
+   */
+  private static int removeHolder(Long2IntOpenHashMap map, long[] histogram, long key, int span) {
+    int before = map.get(key);
+    if (before > 1) {
+      map.put(key, before - 1);
+      moveHolders(histogram, before, before - 1, span);
+      return 0;
+    }
+    if (before == 1) {
+      map.remove(key);
+      moveHolders(histogram, 1, 0, span);
+      return span;
+    }
+    return -1;
   }
 
   /** The first counted block of a request of {@code count} blocks, or -1 if it has none. */
