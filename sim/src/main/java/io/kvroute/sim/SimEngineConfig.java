@@ -62,17 +62,6 @@ public final class SimEngineConfig {
   }
 
   /**
-   * The default engine.
-   *
-   * @return {@link #DEFAULT}
-   * @deprecated since 0.2.0, use {@link #DEFAULT}, as kvroute's other configurations
-   */
-  @Deprecated(since = "0.2.0", forRemoval = true)
-  public static SimEngineConfig ofDefaults() {
-    return DEFAULT;
-  }
-
-  /**
    * A builder starting from this configuration.
    *
    * @return a new builder holding this configuration's values

@@ -521,17 +521,5 @@ public final class SimServer implements AutoCloseable {
       server.startThreads();
       return server;
     }
-
-    /**
-     * Binds the sockets and starts the server, as {@link #build}.
-     *
-     * @return the running server
-     * @throws IOException if the HTTP port cannot be bound
-     * @deprecated since 0.2.0, use {@link #build}, as every other builder in kvroute
-     */
-    @Deprecated(since = "0.2.0", forRemoval = true)
-    public SimServer start() throws IOException {
-      return build();
-    }
   }
 }
