@@ -9,6 +9,21 @@ import java.util.concurrent.atomic.AtomicLong;
 final class Policies {
   private Policies() {}
 
+  /**
+   * The rendezvous (highest random weight) score of {@code worker} for {@code key}: the worker hash spread by the
+   * golden ratio, then MurmurHash3's 64-bit finalizer. The worker with the highest unsigned score is the key's
+   * home, and removing a worker moves only the keys it was home to. {@code cacheAffinity} and {@code predictedTtft}
+   * both place new prefixes with it.
+   */
+  static long rendezvous(long key, WorkerId worker) {
+    long h = key ^ worker.hashCode() * 0x9E3779B97F4A7C15L;
+    h ^= h >>> 33;
+    h *= 0xff51afd7ed558ccdL;
+    h ^= h >>> 33;
+    h *= 0xc4ceb9fe1a85ec53L;
+    return h ^ (h >>> 33);
+  }
+
   static final class RoundRobin implements RouterPolicy {
     private final AtomicLong next = new AtomicLong();
 
@@ -225,7 +240,7 @@ final class Policies {
           continue;
         }
         double placed = placements.get(c.worker(i).id());
-        long score = mix(key ^ c.worker(i).id().hashCode() * 0x9E3779B97F4A7C15L);
+        long score = rendezvous(key, c.worker(i).id());
         if (home < 0 || placed < homePlaced - 1e-9
             || (Math.abs(placed - homePlaced) <= 1e-9 && Long.compareUnsigned(score, homeScore) > 0)) {
           home = i;
@@ -286,14 +301,6 @@ final class Policies {
         }
       }
       return best;
-    }
-
-    private static long mix(long h) {
-      h ^= h >>> 33;
-      h *= 0xff51afd7ed558ccdL;
-      h ^= h >>> 33;
-      h *= 0xc4ceb9fe1a85ec53L;
-      return h ^ (h >>> 33);
     }
 
     @Override
