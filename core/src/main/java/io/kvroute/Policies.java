@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.SplittableRandom;
@@ -179,15 +180,8 @@ final class Policies {
 
     Approximate(KvAwareConfig config, Duration ttl, int maxEntries) {
       super(config, "approximate");
-      Objects.requireNonNull(ttl, "ttl");
-      if (ttl.isNegative() || ttl.isZero()) {
-        throw new IllegalArgumentException("ttl must be positive but was " + ttl);
-      }
-      if (maxEntries <= 0) {
-        throw new IllegalArgumentException("maxEntries must be positive but was " + maxEntries);
-      }
-      this.ttlNanos = ttl.toNanos();
-      this.maxEntries = maxEntries;
+      this.ttlNanos = Checks.positive("ttl", ttl).toNanos();
+      this.maxEntries = Checks.positive("maxEntries", maxEntries);
     }
   }
 

@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import java.util.Objects;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;

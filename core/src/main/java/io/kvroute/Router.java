@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.time.Duration;

@@ -2,6 +2,7 @@ package io.kvroute.transport.okhttp;
 
 import io.kvroute.EngineLoad;
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import java.util.Objects;
 
 /**
@@ -40,13 +41,9 @@ public record EngineMetrics(WorkerId worker, int running, int waiting, double kv
    */
   public EngineMetrics {
     Objects.requireNonNull(worker, "worker");
-    if (running < 0 || waiting < 0) {
-      throw new IllegalArgumentException("running and waiting must not be negative but were " + running + ", "
-          + waiting);
-    }
-    if (!(kvCacheUsage >= 0 && kvCacheUsage <= 1)) {
-      throw new IllegalArgumentException("kvCacheUsage must be in [0, 1] but was " + kvCacheUsage);
-    }
+    Checks.notNegative("running", running);
+    Checks.notNegative("waiting", waiting);
+    Checks.unitInterval("kvCacheUsage", kvCacheUsage);
     if (prefixCacheQueries < -1 || prefixCacheHits < -1) {
       throw new IllegalArgumentException("prefix cache counters must be -1 (absent) or >= 0 but were "
           + prefixCacheQueries + ", " + prefixCacheHits);
