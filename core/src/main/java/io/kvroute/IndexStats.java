@@ -1,6 +1,7 @@
 package io.kvroute;
 
 import io.kvroute.internal.Checks;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.Objects;
 
@@ -227,20 +228,9 @@ public final class IndexStats {
 
   @Override
   public int hashCode() {
-    int h = 1;
-    h = 31 * h + Long.hashCode(entries);
+    int h = Arrays.hashCode(new long[] {entries, capacity, maxEntries, estimatedBytes, storedBlocks, removedBlocks,
+        orphanBlocks, mismatchedBlocks, invalidEvents, unknownRemovals, ignoredBlocks, evictedEntries});
     h = 31 * h + entriesPerWorker.hashCode();
-    h = 31 * h + Long.hashCode(capacity);
-    h = 31 * h + Long.hashCode(maxEntries);
-    h = 31 * h + Long.hashCode(estimatedBytes);
-    h = 31 * h + Long.hashCode(storedBlocks);
-    h = 31 * h + Long.hashCode(removedBlocks);
-    h = 31 * h + Long.hashCode(orphanBlocks);
-    h = 31 * h + Long.hashCode(mismatchedBlocks);
-    h = 31 * h + Long.hashCode(invalidEvents);
-    h = 31 * h + Long.hashCode(unknownRemovals);
-    h = 31 * h + Long.hashCode(ignoredBlocks);
-    h = 31 * h + Long.hashCode(evictedEntries);
     return h;
   }
 

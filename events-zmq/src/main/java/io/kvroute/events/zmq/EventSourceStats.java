@@ -1,6 +1,7 @@
 package io.kvroute.events.zmq;
 
 import io.kvroute.internal.Checks;
+import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -290,25 +291,9 @@ public final class EventSourceStats {
 
   @Override
   public int hashCode() {
-    int h = 1;
-    h = 31 * h + Long.hashCode(batches);
-    h = 31 * h + Long.hashCode(events);
-    h = 31 * h + Long.hashCode(storedBlocks);
-    h = 31 * h + Long.hashCode(gaps);
-    h = 31 * h + Long.hashCode(replays);
-    h = 31 * h + Long.hashCode(replayedBatches);
-    h = 31 * h + Long.hashCode(replayFailures);
-    h = 31 * h + Long.hashCode(restarts);
-    h = 31 * h + Long.hashCode(purges);
-    h = 31 * h + Long.hashCode(decodeErrors);
-    h = 31 * h + Long.hashCode(droppedEvents);
-    h = 31 * h + Long.hashCode(reconnects);
-    h = 31 * h + Long.hashCode(duplicates);
-    h = 31 * h + Long.hashCode(replayHoles);
-    h = 31 * h + Long.hashCode(skippedBatches);
-    h = 31 * h + Long.hashCode(bufferOverflows);
-    h = 31 * h + Long.hashCode(unacceptedBatches);
-    h = 31 * h + Long.hashCode(strayBatches);
+    int h = Arrays.hashCode(new long[] {batches, events, storedBlocks, gaps, replays, replayedBatches, replayFailures,
+        restarts, purges, decodeErrors, droppedEvents, reconnects, duplicates, replayHoles, skippedBatches,
+        bufferOverflows, unacceptedBatches, strayBatches});
     return h;
   }
 

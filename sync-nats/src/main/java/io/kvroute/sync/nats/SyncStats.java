@@ -1,6 +1,7 @@
 package io.kvroute.sync.nats;
 
 import io.kvroute.internal.Checks;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.Objects;
 
@@ -209,19 +210,10 @@ public final class SyncStats {
 
   @Override
   public int hashCode() {
-    int h = 1;
-    h = 31 * h + Long.hashCode(sequence);
-    h = 31 * h + Long.hashCode(framesSent);
-    h = 31 * h + Long.hashCode(bytesSent);
-    h = 31 * h + Long.hashCode(framesReceived);
-    h = 31 * h + Long.hashCode(bytesReceived);
-    h = 31 * h + Long.hashCode(framesRejected);
-    h = 31 * h + Long.hashCode(deltasDropped);
-    h = 31 * h + Long.hashCode(snapshotsSent);
+    int h = Arrays.hashCode(new long[] {sequence, framesSent, bytesSent, framesReceived, bytesReceived, framesRejected,
+        deltasDropped, snapshotsSent, warmupSnapshotsWritten, warmupBlocksApplied});
     h = 31 * h + Boolean.hashCode(connected);
     h = 31 * h + peers.hashCode();
-    h = 31 * h + Long.hashCode(warmupSnapshotsWritten);
-    h = 31 * h + Long.hashCode(warmupBlocksApplied);
     return h;
   }
 
