@@ -261,7 +261,7 @@ class GatewayEndToEndTest {
       } else if (c.startsWith("until curl ")) {
         waits++;
         awaitHealthy(c);
-      } else if (c.startsWith("curl -N ")) {
+      } else if (c.startsWith("curl -sN ")) {
         completionsUrl = c.split(" ")[2];
         body = c.substring(c.indexOf("-d '") + 4, c.lastIndexOf('\''));
       } else if (c.startsWith("curl -s ")) {
