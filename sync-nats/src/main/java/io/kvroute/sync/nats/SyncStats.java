@@ -1,7 +1,6 @@
 package io.kvroute.sync.nats;
 
 import io.kvroute.internal.Checks;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.Objects;
 
@@ -210,11 +209,8 @@ public final class SyncStats {
 
   @Override
   public int hashCode() {
-    int h = Arrays.hashCode(new long[] {sequence, framesSent, bytesSent, framesReceived, bytesReceived, framesRejected,
-        deltasDropped, snapshotsSent, warmupSnapshotsWritten, warmupBlocksApplied});
-    h = 31 * h + Boolean.hashCode(connected);
-    h = 31 * h + peers.hashCode();
-    return h;
+    return Objects.hash(sequence, framesSent, bytesSent, framesReceived, bytesReceived, framesRejected, deltasDropped,
+        snapshotsSent, connected, peers, warmupSnapshotsWritten, warmupBlocksApplied);
   }
 
   @Override
