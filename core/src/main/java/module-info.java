@@ -14,6 +14,8 @@ module io.kvroute {
   requires it.unimi.dsi.fastutil.core;
   requires zero.allocation.hashing;
   requires static org.jspecify;
+  // sun.misc.Unsafe, for the hashing loop's 8-byte reads of token arrays (IntWords; optional, with a portable path).
+  requires jdk.unsupported;
 
   exports io.kvroute;
   exports io.kvroute.internal to

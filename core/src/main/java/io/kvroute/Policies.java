@@ -3,7 +3,6 @@ package io.kvroute;
 import io.kvroute.internal.Checks;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** The built-in {@link RouterPolicy} implementations; each is thread-safe. */
@@ -129,11 +128,14 @@ final class Policies {
       return weight * prefillBlocks + c.decodeBlocks(i);
     }
 
-    /** Lowest cost; ties to the smallest cached tree, then uniformly at random. */
+    /**
+     * Lowest cost; ties to the smallest cached tree, then uniformly at random: the tied candidates are counted, then
+     * one random draw picks among them (a draw per tie, as reservoir sampling makes, cost 63 bounded draws when 64
+     * empty workers tie on a miss).
+     */
     static int lowestCost(Candidates c, double min) {
       int best = -1;
       int ties = 0;
-      SplittableRandom random = c.random();
       for (int i = 0; i < c.size(); i++) {
         if (c.cost(i) != min) {
           continue;
@@ -141,11 +143,21 @@ final class Policies {
         if (best < 0 || c.cachedBlocks(i) < c.cachedBlocks(best)) {
           best = i;
           ties = 1;
-        } else if (c.cachedBlocks(i) == c.cachedBlocks(best) && random.nextInt(++ties) == 0) {
-          best = i;
+        } else if (c.cachedBlocks(i) == c.cachedBlocks(best)) {
+          ties++;
         }
       }
-      return best;
+      if (ties <= 1) {
+        return best;
+      }
+      int skip = c.random().nextInt(ties);
+      long cached = c.cachedBlocks(best);
+      for (int i = best; i < c.size(); i++) {
+        if (c.cost(i) == min && c.cachedBlocks(i) == cached && skip-- == 0) {
+          return i;
+        }
+      }
+      throw new AssertionError("tie " + skip + " of " + ties + " not found");
     }
 
     private static int softmax(Candidates c, double min, double max, double temperature) {
