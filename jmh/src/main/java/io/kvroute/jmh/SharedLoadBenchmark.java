@@ -10,7 +10,10 @@ import io.kvroute.WorkerId;
 import io.kvroute.sync.nats.NatsLoadSync;
 import io.kvroute.testkit.NatsServer;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -36,8 +39,15 @@ import org.openjdk.jmh.annotations.Warmup;
  * must be installed) and a peer replica booking and releasing {@code peerRate} requests per second, so the measured
  * thread both appends its own deltas and applies the peer's that arrived while it held the admission lock. The
  * difference of the two scores is the added cost per request, hence an upper bound of the added cost per
- * {@code select} (the target: within 1 µs). The publisher, NATS and peer threads run beside the measured one: on a
- * machine with fewer free cores than threads they steal its time, so run it on a quiet machine with at least four.
+ * {@code select} (the target: within 1 µs). With {@code sync=NONE} the second client's requests go to the measured
+ * router itself, so both variants route the same workload in the same state: one router seeing both clients' load
+ * and predictions, or two replicas each seeing both through the sync. (Comparing against a lone router with one
+ * request in flight would not: with the peer's 64 open requests in view, approximate mode spreads each hot prompt
+ * over several workers, and the prediction index holds about 7 times the entries.) With {@code peerRate=0} there is
+ * no peer: the measured replica publishes to nobody, and the difference is its own hooks and publisher. The
+ * publisher, NATS and peer threads run beside the measured one: on a machine with fewer free cores than threads
+ * they steal its time, so run it on a quiet machine with at least four; the measured thread's CPU time per
+ * operation, printed after each iteration, is not inflated by that.
  *
  * <pre>
  * mvn -B -q -pl jmh -am package -DskipTests
@@ -87,15 +97,20 @@ public class SharedLoadBenchmark {
       server = NatsServer.start();
       String url = server.url();
       local = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("measured").build();
-      peerSync = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("peer").build();
       port = local;
-      peer = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync).build();
+      if (peerRate > 0) { // with no peer, the measured replica publishes to nobody: the cost of its own hooks alone
+        peerSync = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("peer").build();
+        peer = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync).build();
+      }
     }
     router = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED).sharedLoad(port).build();
+    if (sync == Sync.NONE && peerRate > 0) {
+      peer = router; // one router routes both clients' requests: the state two synced replicas share
+    }
     for (WorkerId id : ids) {
       router.addWorker(Worker.of(id));
       router.reportEventStream(id, EventStreamState.LIVE);
-      if (peer != null) {
+      if (peer != null && peer != router) {
         peer.addWorker(Worker.of(id));
         peer.reportEventStream(id, EventStreamState.LIVE);
       }
@@ -105,12 +120,16 @@ public class SharedLoadBenchmark {
     for (int i = 0; i < prompts.length; i++) {
       prompts[i] = random.ints(promptTokens, 0, 150_000).toArray();
     }
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (local != null && !local.isConnected() && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
     if (peer != null) {
-      long deadline = System.nanoTime() + 10_000_000_000L;
-      while ((local.peers().isEmpty() || peerSync.peers().isEmpty()) && System.nanoTime() < deadline) {
+      while (peerSync != null && (local.peers().isEmpty() || peerSync.peers().isEmpty())
+          && System.nanoTime() < deadline) {
         Thread.sleep(10);
       }
-      if (local.peers().isEmpty()) {
+      if (peerSync != null && local.peers().isEmpty()) {
         throw new IllegalStateException("the replicas did not see each other over " + server.url());
       }
       Router p = peer;
@@ -142,14 +161,21 @@ public class SharedLoadBenchmark {
     return name.equals("approximate") ? RouterPolicy.approximate() : RouterPolicy.kvAware();
   }
 
-  @TearDown(Level.Trial)
-  public void tearDown() throws InterruptedException {
+  /** Stops the peer's client; its open requests stay open. */
+  void stopPeer() throws InterruptedException {
     running.set(false);
     if (peerThread != null) {
       peerThread.join(5000);
     }
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() throws InterruptedException {
+    stopPeer();
     if (local != null) {
       local.close();
+    }
+    if (peerSync != null) {
       peerSync.close();
     }
     if (server != null) {
@@ -157,8 +183,34 @@ public class SharedLoadBenchmark {
     }
   }
 
+  /**
+   * The measured thread's own CPU time per operation, printed after each iteration: unlike the score, it is not
+   * inflated by the publisher, NATS, peer and other processes' threads taking the core away (only by their sharing
+   * of caches), so on a machine with fewer free cores than threads it separates what {@code select} does from what
+   * the sync costs elsewhere.
+   */
+  @State(Scope.Thread)
+  public static class CpuClock {
+    private static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+    long ops;
+    private long cpu0;
+
+    @Setup(Level.Iteration)
+    public void start() {
+      ops = 0;
+      cpu0 = MX.getCurrentThreadCpuTime();
+    }
+
+    @TearDown(Level.Iteration)
+    public void stop() {
+      long cpu = MX.getCurrentThreadCpuTime() - cpu0;
+      System.out.printf(Locale.ROOT, "thread cpu %.1f ns/op%n", (double) cpu / Math.max(1, ops));
+    }
+  }
+
   @Benchmark
-  public WorkerId select(PromptCursor cursor) {
+  public WorkerId select(PromptCursor cursor, CpuClock clock) {
+    clock.ops++;
     int[] prompt = prompts[cursor.next(prompts.length - 1)];
     try (Routing routing = router.select(prompt)) {
       routing.firstToken();
