@@ -12,16 +12,18 @@ import org.jspecify.annotations.Nullable;
 /**
  * The router's {@link RemoteLoad}: peers' deltas queue here and are applied under the admission lock into the same
  * {@link LoadTracker} as the router's own bookings, so policies see one total per worker and a prefix booked by
- * several replicas on one worker counts once; thread-safe: any thread enqueues, and the queue is drained by whoever
- * holds the admission lock (a selection before it scores, or the enqueuing thread when the lock is free).
+ * several replicas on one worker counts once; thread-safe: any thread enqueues, and the delivering thread applies
+ * the queue itself, taking the admission lock for one bounded chunk of work at a time, before its call returns.
  *
- * <p>Selections pay nothing for this beyond one emptiness check of the queue while no delta arrives.
+ * <p>Selections pay nothing for peers' deltas: they never apply them (applying a peer's approximate-mode prediction
+ * writes as many index entries as the peer's own selection did, which on the selecting thread would make the cost
+ * of a selection grow with the peers' request rate). A selection can only wait for the lock while a delivering
+ * thread applies one chunk, {@value #CHUNK_WORK} units of work (a unit is a predicted block, a load key or a
+ * phase), about two prompts' worth of index writes, the order of one selection's own.
  */
 final class RemoteBookings implements RemoteLoad {
-  /** A selection applies at most this many queued deltas; the rest wait for the next holder of the lock. */
-  static final int DRAIN_PER_SELECT = 1024;
-  /** The transport thread applies this many at a time, letting selections in between. */
-  private static final int DRAIN_CHUNK = 256;
+  /** A delivering thread applies at most about this much work per hold of the admission lock; see the class doc. */
+  static final int CHUNK_WORK = 256;
   /** The bound on peers' open bookings; beyond it new ones are counted nowhere (and still released correctly). */
   static final int MAX_REMOTE_BOOKINGS = Admission.MAX_OPEN_BOOKINGS;
 
@@ -186,40 +188,42 @@ final class RemoteBookings implements RemoteLoad {
   private void enqueue(Delta delta) {
     inbox.offer(delta);
     queued.incrementAndGet();
-    // Apply now if no selection is running; otherwise the next selection does, before it scores.
-    while (queued.get() > 0 && admission.tryLock()) {
+    // Applied here, a chunk per hold of the lock so that selections get in between; whichever delivering thread
+    // holds the lock applies what others queued too, so each returns once its own delta is applied or being applied
+    // under the lock (a selection that starts after this call returns sees it). A port's own threads call this,
+    // never a hook running under a router's admission lock (SharedLoad's hooks only enqueue).
+    while (queued.get() > 0) {
+      admission.lock();
       try {
-        drain(DRAIN_CHUNK);
+        drain(CHUNK_WORK);
       } finally {
         admission.unlock();
       }
     }
   }
 
-  /** Whether deltas wait; a plain read for the select path. */
-  boolean hasQueued() {
-    return queued.get() > 0;
-  }
-
-  /** Applies up to {@code max} queued deltas; under the admission lock. */
-  void drain(int max) {
+  /** Applies queued deltas until about {@code work} units are done; under the admission lock. */
+  void drain(int work) {
     Delta d;
     long now = 0;
     boolean nowRead = false;
-    for (int i = 0; i < max && (d = inbox.poll()) != null; i++) {
+    for (int done = 0; done < work && (d = inbox.poll()) != null; ) {
       queued.decrementAndGet();
       if (d instanceof Booking b) {
         book(b);
+        done += 1 + b.keys.length;
       } else if (d instanceof Phase p) {
         phase(p);
+        done++;
       } else if (d instanceof Drop) {
-        drop(d.replica);
+        done += drop(d.replica);
       } else if (d instanceof Prediction p) {
         if (!nowRead) {
           now = ticker.read();
           nowRead = true;
         }
         predict(p, now);
+        done += p.hashes.length;
       }
     }
   }
@@ -277,13 +281,16 @@ final class RemoteBookings implements RemoteLoad {
     admission.load.releaseKeys(s.slot, s.generation, b.keys, b.blocks);
   }
 
-  private void drop(String replica) {
+  /** Returns the work done: the bookings released. */
+  private int drop(String replica) {
     Long2ObjectOpenHashMap<Booking> bookings = byReplica.remove(replica);
-    if (bookings != null) {
-      for (Booking b : bookings.values()) {
-        release(b);
-      }
+    if (bookings == null) {
+      return 1;
     }
+    for (Booking b : bookings.values()) {
+      release(b);
+    }
+    return 1 + bookings.size();
   }
 
   private void predict(Prediction p, long now) {

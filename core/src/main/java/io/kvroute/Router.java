@@ -267,10 +267,7 @@ public final class Router {
         admission.lock();
         try {
           long now = ticker.read();
-          admission.drainReleases();
-          if (remote.hasQueued()) {
-            remote.drain(RemoteBookings.DRAIN_PER_SELECT);
-          }
+          admission.drainReleases(); // peers' deltas are not applied here: their delivering threads do it
           expired = admission.expire(now);
           predictions.expire(now);
           candidates.admit(admission.random, now);
