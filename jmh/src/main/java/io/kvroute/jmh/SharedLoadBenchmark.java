@@ -30,6 +30,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * What sharing load over NATS adds to one request's routing: {@link Router#select(int[])}, then
@@ -75,6 +76,10 @@ public class SharedLoadBenchmark {
 
   @Param({"kvAware", "approximate"})
   String policy;
+
+  /** {@link #hooks}: the work between two requests' hooks, in {@link Blackhole#consumeCPU} tokens. */
+  @Param({"1000"})
+  int hookSpacing;
 
   /** Requests per second the peer replica books and releases. */
   @Param({"2000"})
@@ -161,6 +166,22 @@ public class SharedLoadBenchmark {
     return name.equals("approximate") ? RouterPolicy.approximate() : RouterPolicy.kvAware();
   }
 
+  private long droppedBefore;
+
+  @Setup(Level.Iteration)
+  public void countDropped() {
+    droppedBefore = local == null ? 0 : local.stats().deltasDropped();
+  }
+
+  /** Deltas the measured replica dropped (its ring full: the publisher could not keep up) in the iteration. */
+  @TearDown(Level.Iteration)
+  public void reportDropped() {
+    if (local != null) {
+      System.out.printf(Locale.ROOT, "deltas dropped %d, sent %d frames of %d bytes in all%n",
+          local.stats().deltasDropped() - droppedBefore, local.stats().framesSent(), local.stats().bytesSent());
+    }
+  }
+
   /** Stops the peer's client; its open requests stay open. */
   void stopPeer() throws InterruptedException {
     running.set(false);
@@ -207,6 +228,37 @@ public class SharedLoadBenchmark {
       System.out.printf(Locale.ROOT, "thread cpu %.1f ns/op%n", (double) cpu / Math.max(1, ops));
     }
   }
+
+  /** Booking ids for {@link #hooks}, above any the router hands out. */
+  private long hookId = 1L << 40;
+  private long[] hookHashes;
+
+  /**
+   * The port's three hooks, as the router calls them for one request (booked, first token, closed), on the
+   * measured replica's port, after {@code hookSpacing} tokens of {@link Blackhole#consumeCPU} standing in for the
+   * rest of a selection (so that deltas come at a rate a router can produce, which its publisher keeps up with: in
+   * a tight loop the hooks outrun any encoder and most deltas would be refused, which is cheaper); {@code sync=NONE}
+   * calls {@link SharedLoad#NONE}'s after the same spacing, so the difference is the hooks' cost. Run it with
+   * {@code peerRate=0} (with a peer routing on the measured router itself, its selections would offer deltas
+   * concurrently, which the router's admission lock forbids), and check that no deltas were dropped.
+   */
+  @Benchmark
+  public long hooks(CpuClock clock) {
+    clock.ops++;
+    Blackhole.consumeCPU(hookSpacing);
+    SharedLoad port = local != null ? local : SharedLoad.NONE;
+    long[] hashes = hookHashes;
+    if (hashes == null) {
+      hashes = hookHashes = new SplittableRandom(Workload.SEED).longs(promptTokens / 16).toArray();
+    }
+    long id = hookId++;
+    port.booked(id, HOOK_WORKER, promptTokens, hashes, hashes.length, policy.equals("approximate"));
+    port.firstToken(id);
+    port.closed(id);
+    return id;
+  }
+
+  private static final WorkerId HOOK_WORKER = Workload.workers(1).get(0);
 
   @Benchmark
   public WorkerId select(PromptCursor cursor, CpuClock clock) {
