@@ -267,7 +267,10 @@ public final class Router {
         admission.lock();
         try {
           long now = ticker.read();
-          admission.drainReleases(); // peers' deltas are not applied here: their delivering threads do it
+          admission.drainReleases();
+          if (remote.hasQueued()) {
+            remote.drain(RemoteBookings.DRAIN_PER_SELECT); // peers' bookings; their predictions are not applied here
+          }
           expired = admission.expire(now);
           predictions.expire(now);
           candidates.admit(admission.random, now);
