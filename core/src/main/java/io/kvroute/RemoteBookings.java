@@ -248,6 +248,7 @@ final class RemoteBookings implements RemoteLoad {
   private void drainPredictions(int blocks) {
     Prediction p;
     long now = ticker.read();
+    predictions.expireRemote(now); // its removals count in no chunk: they are bounded by what was recorded
     for (int done = 0; done < blocks && (p = predictionInbox.poll()) != null; ) {
       predictionsQueued.decrementAndGet();
       predict(p, now);
@@ -324,7 +325,7 @@ final class RemoteBookings implements RemoteLoad {
     WorkerRegistry.WorkerState state = registry.state(p.worker);
     if (state != null && state.registered && (allApproximate || state.approximate)
         && admission.load.owns(state.slot, state.generation)) {
-      predictions.record(state, p.hashes, p.hashes.length, now);
+      predictions.recordRemote(state, p.hashes, p.hashes.length, now);
     }
   }
 
