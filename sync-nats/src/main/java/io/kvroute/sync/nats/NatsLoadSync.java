@@ -39,8 +39,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Shares a router's bookings and approximate-mode predictions with its peer replicas over NATS; thread-safe: the
- * router calls the {@link SharedLoad} methods under its admission lock, NATS threads deliver peers' frames, and one
- * publisher thread of its own publishes.
+ * router calls the {@link SharedLoad} methods one at a time under its admission lock (which their lock-free ring
+ * relies on: they must not be called concurrently), NATS threads deliver peers' frames, and one publisher thread of
+ * its own publishes.
  *
  * <pre>{@code
  * NatsLoadSync sync = NatsLoadSync.newBuilder().servers("nats://nats:4222").replicaName("gateway-1").build();
