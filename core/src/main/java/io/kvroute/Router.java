@@ -270,7 +270,7 @@ public final class Router {
           long now = ticker.read();
           admission.drainReleases();
           if (remote.hasQueued()) {
-            remote.drain(RemoteBookings.DRAIN_PER_SELECT);
+            remote.drain(RemoteBookings.DRAIN_PER_SELECT); // peers' bookings; their predictions are not applied here
           }
           expired = admission.expire(now);
           predictions.expire(now);
