@@ -191,6 +191,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         m.filled = true; // the tree shrank: the engine evicted, so its largest tree is its capacity
       }
       m.maxCached = Math.max(m.maxCached, cached);
+      learnFullFromReport(c, i, m);
       learnFootprint(c, i, m);
       minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
     }
@@ -371,6 +372,28 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
       total += c.holderBlocks(i, h) * all;
     }
     return total;
+  }
+
+  /**
+   * Learns that a worker's cache is full before the index has seen its tree shrink. The index sees a shrink only
+   * between two selections, and at a cold start the first selections after the caches filled can already find them
+   * full, so for the first seconds of a loaded cluster the memory wait was not modelled at all (6 workers, c24 and
+   * c32: requests placed on workers pinning more blocks than they hold waited a whole service time, over a second).
+   * An engine that reports waiting requests while its free blocks could not hold this request's prompt is waiting
+   * for KV memory: every block is pinned or cached, so the largest tree seen is its capacity. The free blocks are
+   * {@code (1 - usage) x capacity}, and since the pinned blocks ({@code usage x capacity}) are cached blocks, the
+   * capacity is at most {@code tree / usage}: the test uses that bound, so a small tree early on (a cache mostly
+   * empty) is never taken for a full one.
+   */
+  static void learnFullFromReport(Candidates c, int i, Model m) {
+    EngineLoad load = c.engineLoad(i);
+    if (m.filled || load == null || load.waiting() == 0 || !(load.kvCacheUsage() > 0)) {
+      return;
+    }
+    double usage = load.kvCacheUsage();
+    if ((1 - usage) * m.maxCached / usage < c.requestBlocks()) {
+      m.filled = true;
+    }
   }
 
   /**
