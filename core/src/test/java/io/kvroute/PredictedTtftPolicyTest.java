@@ -131,20 +131,24 @@ class PredictedTtftPolicyTest {
 
   /**
    * Teaches {@code policy}, through a router, that first tokens take 20 ms plus 10 us per prompt token, whatever the
-   * load: its fitted intercept, the tie tolerance (one engine step), becomes 20 ms.
+   * load: its fitted intercept, the tie tolerance (one engine step), becomes 20 ms. Returns the worker that saw the
+   * last first token and completion (it has just begun an engine step).
    */
-  private static void learnA20msStep(RouterPolicy policy, long seed) {
+  private static WorkerId learnA20msStep(RouterPolicy policy, long seed) {
     SplittableRandom random = new SplittableRandom(seed);
     FakeTicker ticker = new FakeTicker();
     Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(seed).build();
     router.addWorker(A);
     router.addWorker(B);
+    WorkerId last = null;
     for (int i = 0; i < 200; i++) {
       Routing r = router.select(Fixtures.prompt(seed * 1000 + i, 16 + random.nextInt(4000)));
       ticker.advance(Duration.ofNanos(20_000_000 + 10_000 * (r.queuedPrefillTokens() + r.bookedPrefillTokens)));
       r.firstToken();
       r.close();
+      last = r.workerId();
     }
+    return last;
   }
 
   /**
@@ -165,6 +169,26 @@ class PredictedTtftPolicyTest {
       policy = RouterPolicy.predictedTtft();
       learnA20msStep(policy, seed * 100 + p);
       assertEquals(0, policy.select(tied(prompt, 30, 0, 1, 30, 64, 0)), "prompt " + p);
+    }
+  }
+
+  /**
+   * Two holders of the whole prefix, nothing waiting at either, within one engine step of each other. The worker that
+   * returned the last first token has just begun a step, which a request sent there waits out whole; the other is
+   * further into its step. The tie goes to the other one even when it has one more active request (which adds only
+   * its decode to a step; one, so that the bounded load in requests, 2 of 2 here, does not pass it over).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void betweenHoldersTheWorkerFurtherIntoItsStepWinsOverFewerActiveRequests(long seed) {
+    for (int p = 0; p < 8; p++) {
+      int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
+      RouterPolicy policy = RouterPolicy.predictedTtft();
+      WorkerId justStepped = learnA20msStep(policy, seed * 100 + p);
+      // The other worker has 1 active request, the one that just returned a token none.
+      Candidates c = justStepped.equals(A.id()) ? tied(prompt, 30, 0, 0, 30, 0, 1) : tied(prompt, 30, 0, 1, 30, 0, 0);
+      int other = justStepped.equals(A.id()) ? 1 : 0;
+      assertEquals(other, policy.select(c), "prompt " + p + ": " + justStepped + " has just begun a step");
     }
   }
 
