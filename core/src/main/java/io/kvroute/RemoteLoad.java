@@ -1,5 +1,7 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
+
 /**
  * A router's view of the load its peer replicas booked, fed by a {@link SharedLoad} port; thread-safe: ports call it
  * from their own threads; a selection that starts after a call returns sees its delta. A booking, phase or drop is

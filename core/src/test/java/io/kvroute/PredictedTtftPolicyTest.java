@@ -131,20 +131,24 @@ class PredictedTtftPolicyTest {
 
   /**
    * Teaches {@code policy}, through a router, that first tokens take 20 ms plus 10 us per prompt token, whatever the
-   * load: its fitted intercept, the tie tolerance (one engine step), becomes 20 ms.
+   * load: its fitted intercept, the tie tolerance (one engine step), becomes 20 ms. Returns the worker that saw the
+   * last first token and completion (it has just begun an engine step).
    */
-  private static void learnA20msStep(RouterPolicy policy, long seed) {
+  private static WorkerId learnA20msStep(RouterPolicy policy, long seed) {
     SplittableRandom random = new SplittableRandom(seed);
     FakeTicker ticker = new FakeTicker();
     Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(seed).build();
     router.addWorker(A);
     router.addWorker(B);
+    WorkerId last = null;
     for (int i = 0; i < 200; i++) {
       Routing r = router.select(Fixtures.prompt(seed * 1000 + i, 16 + random.nextInt(4000)));
       ticker.advance(Duration.ofNanos(20_000_000 + 10_000 * (r.queuedPrefillTokens() + r.bookedPrefillTokens)));
       r.firstToken();
       r.close();
+      last = r.workerId();
     }
+    return last;
   }
 
   /**
@@ -165,6 +169,26 @@ class PredictedTtftPolicyTest {
       policy = RouterPolicy.predictedTtft();
       learnA20msStep(policy, seed * 100 + p);
       assertEquals(0, policy.select(tied(prompt, 30, 0, 1, 30, 64, 0)), "prompt " + p);
+    }
+  }
+
+  /**
+   * Two holders of the whole prefix, nothing waiting at either, within one engine step of each other. The worker that
+   * returned the last first token has just begun a step, which a request sent there waits out whole; the other is
+   * further into its step. The tie goes to the other one even when it has one more active request (which adds only
+   * its decode to a step; one, so that the bounded load in requests, 2 of 2 here, does not pass it over).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void betweenHoldersTheWorkerFurtherIntoItsStepWinsOverFewerActiveRequests(long seed) {
+    for (int p = 0; p < 8; p++) {
+      int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
+      RouterPolicy policy = RouterPolicy.predictedTtft();
+      WorkerId justStepped = learnA20msStep(policy, seed * 100 + p);
+      // The other worker has 1 active request, the one that just returned a token none.
+      Candidates c = justStepped.equals(A.id()) ? tied(prompt, 30, 0, 0, 30, 0, 1) : tied(prompt, 30, 0, 1, 30, 0, 0);
+      int other = justStepped.equals(A.id()) ? 1 : 0;
+      assertEquals(other, policy.select(c), "prompt " + p + ": " + justStepped + " has just begun a step");
     }
   }
 
@@ -238,5 +262,33 @@ class PredictedTtftPolicyTest {
     assertEquals(2.0, PredictedTtftPolicy.finishing(c, 0, 2, 0, 40), 1e-5, "never more than all active");
     // 4 unbooked blocks (outputs, one holder each) freed in proportion: 5k + 8k(k-1) = 5 at k = 1.
     assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 4, 5), 1e-5);
+  }
+  /**
+   * A worker whose tree (585 blocks) has never been seen to shrink. This request needs 32 blocks. The pinned blocks
+   * are cached, so the capacity is at most 585 / usage, and the free blocks at most (1 - usage) x 585 / usage. An
+   * engine report of 1 waiting request at 96% KV usage bounds them by 24.4, fewer than the 32 this prompt needs: the
+   * engine is waiting for memory and the cache is full. At 90% (up to 65 free) it might take this prompt; with no
+   * request waiting, or no report, nothing says the cache is full; and a 100-block tree at 30% usage (up to 233
+   * free) is a cache still filling.
+   */
+  @Test
+  void anEngineWaitingWithLessFreeMemoryThanAPromptMeansItsCacheIsFull() {
+    assertEquals(true, fullAfterReport(585, new EngineLoad(4, 1, 0.96, 0)));
+    assertEquals(false, fullAfterReport(585, new EngineLoad(4, 1, 0.90, 0)), "up to 65 blocks free");
+    assertEquals(false, fullAfterReport(585, new EngineLoad(4, 0, 1.0, 0)), "nothing waits");
+    assertEquals(false, fullAfterReport(585, null));
+    assertEquals(false, fullAfterReport(100, new EngineLoad(1, 1, 0.3, 0)), "a small tree, a cache filling");
+  }
+
+  private static boolean fullAfterReport(long tree, EngineLoad load) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 0, 0, 585, load);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, 0, 32, 4);
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    m.maxCached = tree;
+    PredictedTtftPolicy.learnFullFromReport(c, 0, m);
+    return m.filled;
   }
 }

@@ -3,6 +3,7 @@ package io.kvroute.sync.nats;
 import io.kvroute.RemoteLoad;
 import io.kvroute.SharedLoad;
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import io.nats.client.Connection;
 import io.nats.client.ConnectionListener;
 import io.nats.client.Consumer;
@@ -279,7 +280,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
    */
   public SyncStats stats() {
     PeerTable p = peers;
-    return new SyncStats(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
+    return SyncStats.of(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
         p == null ? 0 : p.framesRejected(), deltasDropped.get(), snapshotsSent.get(), connected,
         p == null ? java.util.Map.of() : p.peerSequences(), warmupSnapshotsWritten.get(), warmupBlocksApplied.get());
   }
@@ -1174,11 +1175,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if negative or above one second
      */
     public Builder batchDelay(Duration delay) {
-      Objects.requireNonNull(delay, "delay");
-      if (delay.isNegative() || delay.compareTo(Duration.ofSeconds(1)) > 0) {
-        throw new IllegalArgumentException("batchDelay must be in [0, 1 s] but was " + delay);
-      }
-      this.batchDelay = delay;
+      this.batchDelay = Checks.inRange("batchDelay", delay, Duration.ZERO, Duration.ofSeconds(1));
       return this;
     }
 
@@ -1201,7 +1198,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder heartbeatInterval(Duration interval) {
-      this.heartbeatInterval = positive(interval, "heartbeatInterval");
+      this.heartbeatInterval = Checks.positive("heartbeatInterval", interval);
       return this;
     }
 
@@ -1214,7 +1211,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder replicaTtl(Duration ttl) {
-      this.replicaTtl = positive(ttl, "replicaTtl");
+      this.replicaTtl = Checks.positive("replicaTtl", ttl);
       return this;
     }
 
@@ -1227,11 +1224,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if negative
      */
     public Builder snapshotInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative()) {
-        throw new IllegalArgumentException("snapshotInterval must not be negative but was " + interval);
-      }
-      this.snapshotInterval = interval;
+      this.snapshotInterval = Checks.notNegative("snapshotInterval", interval);
       return this;
     }
 
@@ -1243,10 +1236,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if below 4 KiB or above 64 MiB
      */
     public Builder maxFrameBytes(int bytes) {
-      if (bytes < 4096 || bytes > 64 << 20) {
-        throw new IllegalArgumentException("maxFrameBytes must be in [4096, 67108864] but was " + bytes);
-      }
-      this.maxFrameBytes = bytes;
+      this.maxFrameBytes = Checks.inRange("maxFrameBytes", bytes, 4096, 64 << 20);
       return this;
     }
 
@@ -1259,7 +1249,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder reconnectWait(Duration wait) {
-      this.reconnectWait = positive(wait, "reconnectWait");
+      this.reconnectWait = Checks.positive("reconnectWait", wait);
       return this;
     }
 
@@ -1308,7 +1298,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder warmupInterval(Duration interval) {
-      this.warmupInterval = positive(interval, "warmupInterval");
+      this.warmupInterval = Checks.positive("warmupInterval", interval);
       return this;
     }
 
@@ -1322,7 +1312,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder warmupMaxAge(Duration maxAge) {
-      this.warmupMaxAge = positive(maxAge, "warmupMaxAge");
+      this.warmupMaxAge = Checks.positive("warmupMaxAge", maxAge);
       return this;
     }
 
@@ -1335,10 +1325,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if outside that range
      */
     public Builder warmupMaxBytes(int bytes) {
-      if (bytes < 8192 || bytes > 64 << 20) {
-        throw new IllegalArgumentException("warmupMaxBytes must be in [8192, 67108864] but was " + bytes);
-      }
-      this.warmupMaxBytes = bytes;
+      this.warmupMaxBytes = Checks.inRange("warmupMaxBytes", bytes, 8192, 64 << 20);
       return this;
     }
 
@@ -1370,14 +1357,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
             + heartbeatInterval + ")");
       }
       return new NatsLoadSync(this);
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive but was " + d);
-      }
-      return d;
     }
   }
 }
