@@ -106,11 +106,14 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** After a publish the publisher polls this many batch delays before it parks until woken. */
   static final int LINGER_POLLS = 4;
   /**
-   * The ring of local deltas holds this many records (about 600 KiB with their columns): a publisher that falls
+   * The ring of local deltas holds this many records (about 470 KiB with their columns): a publisher that falls
    * this far behind (at 100,000 requests a second, 50 ms) makes the hooks drop bookings (counted), never wait.
    */
   static final int RING_RECORDS = 1 << 14;
-  /** The ring's hashes: 2 MiB, the block hashes of 2,048 predicted bookings of 128 blocks (2,048 tokens). */
+  /**
+   * The ring's hashes: 2 MiB, the block hashes of 2,048 predicted bookings of 128 blocks (2,048 tokens); the
+   * publisher's copy buffer is as large.
+   */
   static final int RING_HASHES = 1 << 18;
   private static final int MAX_OPEN_BOOKINGS = 1 << 20;
   private static final long TICK_NANOS_MAX = 5_000_000L;
