@@ -449,7 +449,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     if (Math.abs(pi - pj) > 1e-9) {
       return pi < pj;
     }
-    return Long.compareUnsigned(rendezvous(key, c.worker(i).id()), rendezvous(key, c.worker(j).id())) > 0;
+    return Long.compareUnsigned(Policies.rendezvous(key, c.worker(i).id()),
+        Policies.rendezvous(key, c.worker(j).id())) > 0;
   }
 
   /**
@@ -499,15 +500,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
    */
   private void forgetDeparted(long sweep) {
     models.values().removeIf(m -> m.lastSeen != sweep);
-  }
-
-  private static long rendezvous(long key, WorkerId worker) {
-    long h = key ^ worker.hashCode() * 0x9E3779B97F4A7C15L;
-    h ^= h >>> 33;
-    h *= 0xff51afd7ed558ccdL;
-    h ^= h >>> 33;
-    h *= 0xc4ceb9fe1a85ec53L;
-    return h ^ (h >>> 33);
   }
 
   @Override
