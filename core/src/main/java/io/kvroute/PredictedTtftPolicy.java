@@ -24,7 +24,9 @@ import java.util.Objects;
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
  *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
  *       its last holder, from the router's count of active blocks by holder number). The cache size is the
- *       largest cached tree seen before the tree shrank (an eviction); the pinned blocks are the router's bookings
+ *       largest cached tree seen before the tree shrank (an eviction) or the engine reported waiting requests with
+ *       fewer free blocks than a prompt needs (it waits for memory, see {@code learnFullFromReport}); the pinned
+ *       blocks are the router's bookings
  *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
