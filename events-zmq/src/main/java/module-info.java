@@ -4,6 +4,7 @@
  *
  * <p>{@code zero.allocation.hashing} (batch fingerprints) is a name derived from that jar's file name, as in core.
  */
+@SuppressWarnings("requires-automatic") // automatic modules: see the README, "Java modules"
 module io.kvroute.events.zmq {
   requires transitive io.kvroute;
   requires transitive org.zeromq.jeromq;

@@ -4,6 +4,7 @@
  * <p>The JSON reader/writer and the first-token scanner in {@code io.kvroute.openai.internal} are exported only to
  * the kvroute modules that use them.
  */
+@SuppressWarnings("module") // the qualified exports name modules built after this one
 module io.kvroute.openai {
   requires static org.jspecify;
 

@@ -5,6 +5,7 @@
  * {@code Automatic-Module-Name}). The package is opened to Spring, which binds the properties and creates the
  * configuration's beans reflectively.
  */
+@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // automatic modules: see the README, "Java modules"
 module io.kvroute.spring.gateway {
   requires transitive io.kvroute;
   requires transitive io.kvroute.events.zmq;

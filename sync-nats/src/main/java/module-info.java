@@ -1,4 +1,5 @@
 /** kvroute's load sharing between router replicas over NATS ({@link io.kvroute.sync.nats.NatsLoadSync}). */
+@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // automatic modules: see the README, "Java modules"
 module io.kvroute.sync.nats {
   requires transitive io.kvroute;
   requires transitive io.nats.jnats;

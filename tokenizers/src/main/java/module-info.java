@@ -5,6 +5,7 @@
  * <p>{@code jinjava} is a name derived from that jar's file name (it declares no {@code Automatic-Module-Name});
  * {@code java.desktop} is read for {@code java.beans.FeatureDescriptor}, which Jinjava's EL resolver API names.
  */
+@SuppressWarnings("requires-automatic") // automatic modules: see the README, "Java modules"
 module io.kvroute.tokenizers {
   requires transitive io.kvroute;
   requires transitive io.kvroute.transport.okhttp;

@@ -1,8 +1,9 @@
 package io.kvroute;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.SplittableRandom;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jspecify.annotations.Nullable;
 
@@ -34,7 +35,8 @@ final class Admission {
   final int blockSize;
   private final long bookingTimeoutNanos;
   private final HealthReports health;
-  private final ConcurrentLinkedQueue<Routing> releases = new ConcurrentLinkedQueue<>();
+  // Handles whose phase advanced, newest first, linked through Routing.nextRelease (a lock-free stack).
+  private volatile @Nullable Routing releases;
   // Guarded by lock.
   final SplittableRandom random;
   final LoadTracker load = new LoadTracker();
@@ -42,6 +44,16 @@ final class Admission {
   private @Nullable Routing oldest;
   private @Nullable Routing newest;
   private int open;
+
+  private static final VarHandle RELEASES;
+
+  static {
+    try {
+      RELEASES = MethodHandles.lookup().findVarHandle(Admission.class, "releases", Routing.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
 
   private final SharedLoad shared;
   private long nextBookingId; // guarded by lock
@@ -143,7 +155,14 @@ final class Admission {
    * {@link Routing#close()} ever blocks on a selection in progress.
    */
   void released(Routing routing) {
-    releases.offer(routing);
+    // A handle is on the stack at most once: firstToken and close may both queue it, and one release applies both.
+    if (Routing.RELEASE_QUEUED.compareAndSet(routing, false, true)) {
+      Routing head;
+      do {
+        head = releases;
+        routing.nextRelease = head;
+      } while (!RELEASES.compareAndSet(this, head, routing));
+    }
     if (lock.tryLock()) {
       try {
         drainReleases();
@@ -153,10 +172,30 @@ final class Admission {
     }
   }
 
-  /** Applies queued releases; under the lock. */
+  /**
+   * Applies queued releases, oldest first; under the lock.
+   *
+   * <p>The whole stack is taken at once and reversed. Each handle leaves it ({@code releaseQueued} cleared) before
+   * its phase is read, so a {@code close()} racing with this either finds it still queued, and its phase write is
+   * then seen here, or queues it again for the next drain (applying a handle twice is a no-op: the released flags).
+   */
   void drainReleases() {
-    Routing routing;
-    while ((routing = releases.poll()) != null) {
+    if (releases == null) {
+      return;
+    }
+    Routing taken = (Routing) RELEASES.getAndSet(this, null);
+    Routing oldestFirst = null;
+    while (taken != null) {
+      Routing next = taken.nextRelease;
+      taken.nextRelease = oldestFirst;
+      oldestFirst = taken;
+      taken = next;
+    }
+    while (oldestFirst != null) {
+      Routing routing = oldestFirst;
+      oldestFirst = routing.nextRelease;
+      routing.nextRelease = null;
+      Routing.RELEASE_QUEUED.setVolatile(routing, false);
       apply(routing);
     }
   }

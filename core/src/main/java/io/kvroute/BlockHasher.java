@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -54,10 +55,7 @@ public final class BlockHasher {
   }
 
   static int requireBlockSize(int blockSize) {
-    if (blockSize <= 0) {
-      throw new IllegalArgumentException("blockSize must be positive but was " + blockSize);
-    }
-    return blockSize;
+    return Checks.positive("blockSize", blockSize);
   }
 
   /**

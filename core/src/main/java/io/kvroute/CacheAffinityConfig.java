@@ -1,5 +1,7 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
+
 /**
  * Settings of the {@link RouterPolicy#cacheAffinity} policy; an immutable value, thread-safe.
  *

@@ -29,7 +29,9 @@ public final class Candidates {
   private long[] cached = new long[8];
   private @Nullable EngineLoad[] engineLoads = new EngineLoad[8];
   private double[] costs = new double[8];
-  private HealthState[] health = new HealthState[8];
+  // Health as ordinals: a byte store instead of a reference store (and its G1 write barrier) per candidate.
+  private byte[] health = new byte[8];
+  private static final HealthState[] HEALTH_STATES = HealthState.values();
   private boolean[] approximate = new boolean[8];
   private int requestTokens;
   private int blockSize;
@@ -87,13 +89,13 @@ public final class Candidates {
     cached[i] = cachedBlocks;
     engineLoads[i] = load;
     costs[i] = Double.NaN;
-    health[i] = HealthState.HEALTHY;
+    health[i] = (byte) HealthState.HEALTHY.ordinal();
     approximate[i] = approximateMode;
   }
 
   /** Sets candidate {@code i}'s health, read under the admission lock. */
   void setHealth(int i, HealthState state) {
-    health[i] = state;
+    health[i] = (byte) state.ordinal();
   }
 
   /** Removes candidate {@code i}, keeping the others' order; a rare path (a worker left or became unhealthy). */
@@ -118,13 +120,22 @@ public final class Candidates {
     holders[size] = null;
   }
 
-  /** Sets candidate {@code i}'s booked loads; under the admission lock. */
+  /** Sets candidate {@code i}'s booked loads, with no active blocks by holder count; under the admission lock. */
   void setLoad(int i, int activeOverlapBlocks, long prefillTokens, long decodeBlocks, int activeRequests) {
+    setLoad(i, activeOverlapBlocks, prefillTokens, decodeBlocks, activeRequests, NO_HOLDERS);
+  }
+
+  /**
+   * Sets candidate {@code i}'s booked loads and points it at its worker's active blocks by holder count (see
+   * {@link #setHolderBlocks}); under the admission lock.
+   */
+  void setLoad(int i, int activeOverlapBlocks, long prefillTokens, long decodeBlocks, int activeRequests,
+      long[] histogram) {
     activeOverlap[i] = activeOverlapBlocks;
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
-    holders[i] = NO_HOLDERS;
+    holders[i] = histogram;
   }
 
   /**
@@ -261,7 +272,7 @@ public final class Candidates {
    * @return the candidate's health state, never null
    */
   public HealthState health(int i) {
-    return health[check(i)];
+    return HEALTH_STATES[health[check(i)]];
   }
 
   /** Whether candidate {@code i}'s overlap comes from the router's predictions rather than KV events. */

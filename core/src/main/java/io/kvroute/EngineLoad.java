@@ -1,5 +1,7 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
+
 /**
  * Load an engine reports about itself (for example scraped from vLLM's {@code /metrics}); an immutable value,
  * thread-safe.
@@ -18,10 +20,8 @@ public record EngineLoad(int running, int waiting, double kvCacheUsage, long obs
    * @throws IllegalArgumentException if a count is negative or the usage is outside [0, 1]
    */
   public EngineLoad {
-    if (running < 0 || waiting < 0) {
-      throw new IllegalArgumentException("running and waiting must not be negative but were " + running + ", "
-          + waiting);
-    }
+    Checks.notNegative("running", running);
+    Checks.notNegative("waiting", waiting);
     Checks.unitInterval("kvCacheUsage", kvCacheUsage);
   }
 }

@@ -1,5 +1,7 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
+
 /**
  * Settings of the KV-aware cost; an immutable value, thread-safe.
  *
@@ -24,10 +26,7 @@ public record KvAwareConfig(double overlapWeight, double temperature, double hos
   public KvAwareConfig {
     Checks.finiteNotNegative("overlapWeight", overlapWeight);
     Checks.finiteNotNegative("temperature", temperature);
-    Checks.finiteNotNegative("hostOverlapCredit", hostOverlapCredit);
-    if (hostOverlapCredit > 1) {
-      throw new IllegalArgumentException("hostOverlapCredit must be at most 1 but was " + hostOverlapCredit);
-    }
+    Checks.unitInterval("hostOverlapCredit", hostOverlapCredit);
   }
 
   /**
@@ -48,10 +47,5 @@ public record KvAwareConfig(double overlapWeight, double temperature, double hos
    */
   public KvAwareConfig withTemperature(double t) {
     return new KvAwareConfig(overlapWeight, t, hostOverlapCredit);
-  }
-
-  /** {@link Checks#finiteNotNegative}, for the configurations that still call it by this name. */
-  static void requireNonNegative(double value, String name) {
-    Checks.finiteNotNegative(name, value);
   }
 }

@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Objects;

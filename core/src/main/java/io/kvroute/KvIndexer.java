@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import it.unimi.dsi.fastutil.objects.Object2IntOpenHashMap;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -811,7 +812,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           perWorker.put(slotWorkers[s], (long) entries.slotEntries[s]);
         }
       }
-      return new IndexStats(entries.size, perWorker, entries.capacity, entries.maxEntries, entries.bytes(),
+      return IndexStats.of(entries.size, perWorker, entries.capacity, entries.maxEntries, entries.bytes(),
           storedBlocks, removedBlocks, orphanBlocks, mismatchedBlocks, invalidEvents, unknownRemovals, ignoredBlocks,
           entries.evictedEntries);
     } finally {
@@ -960,10 +961,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
      * @throws IllegalArgumentException if not positive or above 2^28
      */
     public Builder maxEntries(int maxEntries) {
-      if (maxEntries <= 0 || maxEntries > (1 << 28)) {
-        throw new IllegalArgumentException("maxEntries must be in [1, 2^28] but was " + maxEntries);
-      }
-      this.maxEntries = maxEntries;
+      this.maxEntries = Checks.inRange("maxEntries", maxEntries, 1, 1 << 28);
       return this;
     }
 
@@ -975,10 +973,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
      * @throws IllegalArgumentException if not positive or above 2^24
      */
     public Builder maxWorkers(int maxWorkers) {
-      if (maxWorkers <= 0 || maxWorkers > (1 << 24)) {
-        throw new IllegalArgumentException("maxWorkers must be in [1, 2^24] but was " + maxWorkers);
-      }
-      this.maxWorkers = maxWorkers;
+      this.maxWorkers = Checks.inRange("maxWorkers", maxWorkers, 1, 1 << 24);
       return this;
     }
 

@@ -1,13 +1,28 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** The built-in {@link RouterPolicy} implementations; each is thread-safe. */
 final class Policies {
   private Policies() {}
+
+  /**
+   * The rendezvous (highest random weight) score of {@code worker} for {@code key}: the worker hash spread by the
+   * golden ratio, then MurmurHash3's 64-bit finalizer. The worker with the highest unsigned score is the key's
+   * home, and removing a worker moves only the keys it was home to. {@code cacheAffinity} and {@code predictedTtft}
+   * both place new prefixes with it.
+   */
+  static long rendezvous(long key, WorkerId worker) {
+    long h = key ^ worker.hashCode() * 0x9E3779B97F4A7C15L;
+    h ^= h >>> 33;
+    h *= 0xff51afd7ed558ccdL;
+    h ^= h >>> 33;
+    h *= 0xc4ceb9fe1a85ec53L;
+    return h ^ (h >>> 33);
+  }
 
   static final class RoundRobin implements RouterPolicy {
     private final AtomicLong next = new AtomicLong();
@@ -113,11 +128,14 @@ final class Policies {
       return weight * prefillBlocks + c.decodeBlocks(i);
     }
 
-    /** Lowest cost; ties to the smallest cached tree, then uniformly at random. */
+    /**
+     * Lowest cost; ties to the smallest cached tree, then uniformly at random: the tied candidates are counted, then
+     * one random draw picks among them (a draw per tie, as reservoir sampling makes, cost 63 bounded draws when 64
+     * empty workers tie on a miss).
+     */
     static int lowestCost(Candidates c, double min) {
       int best = -1;
       int ties = 0;
-      SplittableRandom random = c.random();
       for (int i = 0; i < c.size(); i++) {
         if (c.cost(i) != min) {
           continue;
@@ -125,11 +143,21 @@ final class Policies {
         if (best < 0 || c.cachedBlocks(i) < c.cachedBlocks(best)) {
           best = i;
           ties = 1;
-        } else if (c.cachedBlocks(i) == c.cachedBlocks(best) && random.nextInt(++ties) == 0) {
-          best = i;
+        } else if (c.cachedBlocks(i) == c.cachedBlocks(best)) {
+          ties++;
         }
       }
-      return best;
+      if (ties <= 1) {
+        return best;
+      }
+      int skip = c.random().nextInt(ties);
+      long cached = c.cachedBlocks(best);
+      for (int i = best; i < c.size(); i++) {
+        if (c.cost(i) == min && c.cachedBlocks(i) == cached && skip-- == 0) {
+          return i;
+        }
+      }
+      throw new AssertionError("tie " + skip + " of " + ties + " not found");
     }
 
     private static int softmax(Candidates c, double min, double max, double temperature) {
@@ -164,15 +192,8 @@ final class Policies {
 
     Approximate(KvAwareConfig config, Duration ttl, int maxEntries) {
       super(config, "approximate");
-      Objects.requireNonNull(ttl, "ttl");
-      if (ttl.isNegative() || ttl.isZero()) {
-        throw new IllegalArgumentException("ttl must be positive but was " + ttl);
-      }
-      if (maxEntries <= 0) {
-        throw new IllegalArgumentException("maxEntries must be positive but was " + maxEntries);
-      }
-      this.ttlNanos = ttl.toNanos();
-      this.maxEntries = maxEntries;
+      this.ttlNanos = Checks.positive("ttl", ttl).toNanos();
+      this.maxEntries = Checks.positive("maxEntries", maxEntries);
     }
   }
 
@@ -225,7 +246,7 @@ final class Policies {
           continue;
         }
         double placed = placements.get(c.worker(i).id());
-        long score = mix(key ^ c.worker(i).id().hashCode() * 0x9E3779B97F4A7C15L);
+        long score = rendezvous(key, c.worker(i).id());
         if (home < 0 || placed < homePlaced - 1e-9
             || (Math.abs(placed - homePlaced) <= 1e-9 && Long.compareUnsigned(score, homeScore) > 0)) {
           home = i;
@@ -286,14 +307,6 @@ final class Policies {
         }
       }
       return best;
-    }
-
-    private static long mix(long h) {
-      h ^= h >>> 33;
-      h *= 0xff51afd7ed558ccdL;
-      h ^= h >>> 33;
-      h *= 0xc4ceb9fe1a85ec53L;
-      return h ^ (h >>> 33);
     }
 
     @Override

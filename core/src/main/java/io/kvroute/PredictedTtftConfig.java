@@ -1,5 +1,7 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
+
 /**
  * Settings of the {@link RouterPolicy#predictedTtft} policy; an immutable value, thread-safe.
  *
@@ -39,14 +41,10 @@ public record PredictedTtftConfig(double loadSlack, double evictionPrice, int le
    * @throws IllegalArgumentException if a value is out of range, naming it
    */
   public PredictedTtftConfig {
-    KvAwareConfig.requireNonNegative(loadSlack, "loadSlack");
-    KvAwareConfig.requireNonNegative(evictionPrice, "evictionPrice");
-    if (learningWindow < 1) {
-      throw new IllegalArgumentException("learningWindow must be at least 1 but was " + learningWindow);
-    }
-    if (!(hostOverlapCredit >= 0 && hostOverlapCredit <= 1)) {
-      throw new IllegalArgumentException("hostOverlapCredit must be in [0, 1] but was " + hostOverlapCredit);
-    }
+    Checks.finiteNotNegative("loadSlack", loadSlack);
+    Checks.finiteNotNegative("evictionPrice", evictionPrice);
+    Checks.positive("learningWindow", learningWindow);
+    Checks.unitInterval("hostOverlapCredit", hostOverlapCredit);
   }
 
   /**

@@ -197,6 +197,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         m.filled = true; // the tree shrank: the engine evicted, so its largest tree is its capacity
       }
       m.maxCached = Math.max(m.maxCached, cached);
+      learnFullFromReport(c, i, m);
       learnFootprint(c, i, m);
       minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
     }
@@ -380,6 +381,28 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   }
 
   /**
+   * Learns that a worker's cache is full before the index has seen its tree shrink. The index sees a shrink only
+   * between two selections, and at a cold start the first selections after the caches filled can already find them
+   * full, so for the first seconds of a loaded cluster the memory wait was not modelled at all (6 workers, c24 and
+   * c32: requests placed on workers pinning more blocks than they hold waited a whole service time, over a second).
+   * An engine that reports waiting requests while its free blocks could not hold this request's prompt is waiting
+   * for KV memory: every block is pinned or cached, so the largest tree seen is its capacity. The free blocks are
+   * {@code (1 - usage) x capacity}, and since the pinned blocks ({@code usage x capacity}) are cached blocks, the
+   * capacity is at most {@code tree / usage}: the test uses that bound, so a small tree early on (a cache mostly
+   * empty) is never taken for a full one.
+   */
+  static void learnFullFromReport(Candidates c, int i, Model m) {
+    EngineLoad load = c.engineLoad(i);
+    if (m.filled || load == null || load.waiting() == 0 || !(load.kvCacheUsage() > 0)) {
+      return;
+    }
+    double usage = load.kvCacheUsage();
+    if ((1 - usage) * m.maxCached / usage < c.requestBlocks()) {
+      m.filled = true;
+    }
+  }
+
+  /**
    * Learns how many blocks the engine pins per block the router booked (output tokens and partial blocks, which the
    * router does not book, make it above 1), from each new engine report younger than a request's service time.
    */
@@ -426,7 +449,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     if (Math.abs(pi - pj) > 1e-9) {
       return pi < pj;
     }
-    return Long.compareUnsigned(rendezvous(key, c.worker(i).id()), rendezvous(key, c.worker(j).id())) > 0;
+    return Long.compareUnsigned(Policies.rendezvous(key, c.worker(i).id()),
+        Policies.rendezvous(key, c.worker(j).id())) > 0;
   }
 
   /**
@@ -476,15 +500,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
    */
   private void forgetDeparted(long sweep) {
     models.values().removeIf(m -> m.lastSeen != sweep);
-  }
-
-  private static long rendezvous(long key, WorkerId worker) {
-    long h = key ^ worker.hashCode() * 0x9E3779B97F4A7C15L;
-    h ^= h >>> 33;
-    h *= 0xff51afd7ed558ccdL;
-    h ^= h >>> 33;
-    h *= 0xc4ceb9fe1a85ec53L;
-    return h ^ (h >>> 33);
   }
 
   @Override

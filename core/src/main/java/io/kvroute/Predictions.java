@@ -15,6 +15,12 @@ import java.util.Arrays;
  *
  * <p>Memory is bounded by the entry budget of the prediction index (the least recently routed go first) and by
  * dropping the oldest predictions once they name more than twice that many blocks.
+ *
+ * <p>Peer replicas' predictions ({@link #recordRemote}, from a {@link SharedLoad} port) are kept in a queue of their
+ * own, bounded by the budget, and expired by the thread that delivers them ({@link #expireRemote}), so that a
+ * selection does not spend the index writes of removing its peers' predictions (as many as recording them took);
+ * {@link #expire} removes a peer's prediction only once it is {@value #REMOTE_SLACK_NANOS} ns past its time to live
+ * with no delivery since to expire it (a peer gone quiet).
  */
 final class Predictions {
   /** The TTL and budget for event-less workers under a non-approximate policy: the approximate policy's defaults. */
@@ -27,6 +33,10 @@ final class Predictions {
   // Guarded by the admission lock.
   private final ArrayDeque<Prediction> queue = new ArrayDeque<>();
   private long blocks;
+  private final ArrayDeque<Prediction> remoteQueue = new ArrayDeque<>();
+  private long remoteBlocks;
+  /** A selection expires a peer's prediction only this long after its time to live (see the class doc). */
+  static final long REMOTE_SLACK_NANOS = 1_000_000_000L;
   // Written under the admission lock; read by selections to skip matching while nothing is predicted.
   private volatile boolean empty = true;
 
@@ -68,19 +78,56 @@ final class Predictions {
     empty = false;
   }
 
+  /**
+   * Records a peer replica's prediction that the worker holds these blocks; under the admission lock, for a
+   * registered worker.
+   */
+  void recordRemote(WorkerRegistry.WorkerState state, long[] hashes, int count, long nowNanos) {
+    if (count == 0) {
+      return;
+    }
+    long[] copy = count == hashes.length ? hashes : Arrays.copyOf(hashes, count);
+    index.storeSequence(state.predictedSlot, copy, count);
+    remoteQueue.addLast(new Prediction(nowNanos + ttlNanos, state, copy));
+    remoteBlocks += count;
+    empty = false;
+  }
+
   /** Drops expired predictions, and the oldest beyond twice the budget; under the admission lock. */
   void expire(long nowNanos) {
     Prediction p;
     while ((p = queue.peekFirst()) != null && (p.expiresAtNanos - nowNanos <= 0 || blocks > 2L * budget)) {
       queue.pollFirst();
       blocks -= p.hashes.length;
-      // Under the admission lock a registered state's slot is still its own; a removed one's entries are gone.
-      if (p.state.registered) {
-        index.removeSequence(p.state.predictedSlot, p.hashes, p.hashes.length);
-      }
+      remove(p);
     }
-    if (queue.isEmpty() && !empty) {
+    while ((p = remoteQueue.peekFirst()) != null && p.expiresAtNanos + REMOTE_SLACK_NANOS - nowNanos <= 0) {
+      remoteQueue.pollFirst();
+      remoteBlocks -= p.hashes.length;
+      remove(p);
+    }
+    if (queue.isEmpty() && remoteQueue.isEmpty() && !empty) {
       empty = true;
+    }
+  }
+
+  /** Drops peers' expired predictions, and their oldest beyond the budget; under the admission lock. */
+  void expireRemote(long nowNanos) {
+    Prediction p;
+    while ((p = remoteQueue.peekFirst()) != null && (p.expiresAtNanos - nowNanos <= 0 || remoteBlocks > budget)) {
+      remoteQueue.pollFirst();
+      remoteBlocks -= p.hashes.length;
+      remove(p);
+    }
+    if (queue.isEmpty() && remoteQueue.isEmpty() && !empty) {
+      empty = true;
+    }
+  }
+
+  private void remove(Prediction p) {
+    // Under the admission lock a registered state's slot is still its own; a removed one's entries are gone.
+    if (p.state.registered) {
+      index.removeSequence(p.state.predictedSlot, p.hashes, p.hashes.length);
     }
   }
 

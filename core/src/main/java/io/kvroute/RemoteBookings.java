@@ -12,16 +12,28 @@ import org.jspecify.annotations.Nullable;
 /**
  * The router's {@link RemoteLoad}: peers' deltas queue here and are applied under the admission lock into the same
  * {@link LoadTracker} as the router's own bookings, so policies see one total per worker and a prefix booked by
- * several replicas on one worker counts once; thread-safe: any thread enqueues, and the queue is drained by whoever
- * holds the admission lock (a selection before it scores, or the enqueuing thread when the lock is free).
+ * several replicas on one worker counts once; thread-safe: any thread enqueues, and the queues are applied under the
+ * admission lock, by the delivering thread or a selection, before the delivering call returns.
  *
- * <p>Selections pay nothing for this beyond one emptiness check of the queue while no delta arrives.
+ * <p>Two queues, by cost. Bookings, phases and drops (a few hash-map updates per load key) are applied by the
+ * delivering thread when the lock is free, else by the next selection before it scores (it must see them: they are
+ * the load it weighs; a selection applies at most {@value #DRAIN_PER_SELECT} units of work of them). Predictions (an
+ * index write per block, as costly as the peer's own selection was) are applied by the delivering thread only,
+ * waiting for the lock, so that a selection's cost does not grow with the peers' approximate-mode request rate; a
+ * selection can wait for the lock while one chunk of them is applied, {@value #CHUNK_WORK} predicted blocks, about
+ * two prompts' worth of index writes, the order of one selection's own.
  */
 final class RemoteBookings implements RemoteLoad {
-  /** A selection applies at most this many queued deltas; the rest wait for the next holder of the lock. */
-  static final int DRAIN_PER_SELECT = 1024;
-  /** The transport thread applies this many at a time, letting selections in between. */
-  private static final int DRAIN_CHUNK = 256;
+  /**
+   * At most about this much work is applied per hold of the admission lock, in units of a predicted block, a load
+   * key or a phase; see the class doc.
+   */
+  static final int CHUNK_WORK = 256;
+  /**
+   * A selection applies at most this much of the queued bookings, phases and drops (about 200 bookings of 148
+   * blocks); the rest wait for the next holder of the lock.
+   */
+  static final int DRAIN_PER_SELECT = 16 * CHUNK_WORK;
   /** The bound on peers' open bookings; beyond it new ones are counted nowhere (and still released correctly). */
   static final int MAX_REMOTE_BOOKINGS = Admission.MAX_OPEN_BOOKINGS;
 
@@ -33,6 +45,8 @@ final class RemoteBookings implements RemoteLoad {
   private final Ticker ticker;
   private final ConcurrentLinkedQueue<Delta> inbox = new ConcurrentLinkedQueue<>();
   private final AtomicInteger queued = new AtomicInteger();
+  private final ConcurrentLinkedQueue<Prediction> predictionInbox = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger predictionsQueued = new AtomicInteger();
   // Guarded by the admission lock.
   private final Map<String, Long2ObjectOpenHashMap<Booking>> byReplica = new HashMap<>();
   private long open;
@@ -143,7 +157,19 @@ final class RemoteBookings implements RemoteLoad {
       throw new IllegalArgumentException("count must be in [0, " + hashes.length + "] but was " + count);
     }
     if (count > 0) {
-      enqueue(new Prediction(worker, Arrays.copyOf(hashes, count)));
+      predictionInbox.offer(new Prediction(worker, Arrays.copyOf(hashes, count)));
+      predictionsQueued.incrementAndGet();
+      // Applied here, waiting for the lock, a chunk per hold so that selections get in between; whichever delivering
+      // thread holds the lock applies what others queued too, so each returns once its own is applied or being
+      // applied under the lock. (A port's own threads call this, never a hook under a router's admission lock.)
+      while (predictionsQueued.get() > 0) {
+        admission.lock();
+        try {
+          drainPredictions(CHUNK_WORK);
+        } finally {
+          admission.unlock();
+        }
+      }
     }
   }
 
@@ -189,38 +215,44 @@ final class RemoteBookings implements RemoteLoad {
     // Apply now if no selection is running; otherwise the next selection does, before it scores.
     while (queued.get() > 0 && admission.tryLock()) {
       try {
-        drain(DRAIN_CHUNK);
+        drain(CHUNK_WORK);
       } finally {
         admission.unlock();
       }
     }
   }
 
-  /** Whether deltas wait; a plain read for the select path. */
+  /** Whether bookings, phases or drops wait; a plain read for the select path. */
   boolean hasQueued() {
     return queued.get() > 0;
   }
 
-  /** Applies up to {@code max} queued deltas; under the admission lock. */
-  void drain(int max) {
+  /** Applies queued bookings, phases and drops until about {@code work} units are done; under the admission lock. */
+  void drain(int work) {
     Delta d;
-    long now = 0;
-    boolean nowRead = false;
-    for (int i = 0; i < max && (d = inbox.poll()) != null; i++) {
+    for (int done = 0; done < work && (d = inbox.poll()) != null; ) {
       queued.decrementAndGet();
       if (d instanceof Booking b) {
         book(b);
+        done += 1 + b.keys.length;
       } else if (d instanceof Phase p) {
         phase(p);
+        done++;
       } else if (d instanceof Drop) {
-        drop(d.replica);
-      } else if (d instanceof Prediction p) {
-        if (!nowRead) {
-          now = ticker.read();
-          nowRead = true;
-        }
-        predict(p, now);
+        done += drop(d.replica);
       }
+    }
+  }
+
+  /** Applies queued predictions until about {@code blocks} predicted blocks are done; under the admission lock. */
+  private void drainPredictions(int blocks) {
+    Prediction p;
+    long now = ticker.read();
+    predictions.expireRemote(now); // its removals count in no chunk: they are bounded by what was recorded
+    for (int done = 0; done < blocks && (p = predictionInbox.poll()) != null; ) {
+      predictionsQueued.decrementAndGet();
+      predict(p, now);
+      done += p.hashes.length;
     }
   }
 
@@ -277,20 +309,23 @@ final class RemoteBookings implements RemoteLoad {
     admission.load.releaseKeys(s.slot, s.generation, b.keys, b.blocks);
   }
 
-  private void drop(String replica) {
+  /** Returns the work done: the bookings released. */
+  private int drop(String replica) {
     Long2ObjectOpenHashMap<Booking> bookings = byReplica.remove(replica);
-    if (bookings != null) {
-      for (Booking b : bookings.values()) {
-        release(b);
-      }
+    if (bookings == null) {
+      return 1;
     }
+    for (Booking b : bookings.values()) {
+      release(b);
+    }
+    return 1 + bookings.size();
   }
 
   private void predict(Prediction p, long now) {
     WorkerRegistry.WorkerState state = registry.state(p.worker);
     if (state != null && state.registered && (allApproximate || state.approximate)
         && admission.load.owns(state.slot, state.generation)) {
-      predictions.record(state, p.hashes, p.hashes.length, now);
+      predictions.recordRemote(state, p.hashes, p.hashes.length, now);
     }
   }
 

@@ -1,8 +1,14 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
+
 /**
  * A router's view of the load its peer replicas booked, fed by a {@link SharedLoad} port; thread-safe: ports call it
- * from their own threads, and every method only enqueues, for the router to apply before its next selection.
+ * from their own threads; a selection that starts after a call returns sees its delta. A booking, phase or drop is
+ * applied on the calling thread if the router's admission lock is free, else by the next selection before it
+ * scores; a prediction is applied on the calling thread, which waits for the lock (a selection never applies
+ * peers' predictions, so its cost does not grow with the peers' request rate). Never call it from inside a
+ * {@link SharedLoad} hook, which runs under a router's admission lock.
  *
  * <p>Peers' bookings are counted with the router's own in what policies see ({@link Candidates#activeRequests},
  * {@link Candidates#prefillTokens}, {@link Candidates#decodeBlocks}, {@link Candidates#activeOverlapBlocks}); a

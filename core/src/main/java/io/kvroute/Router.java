@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import io.kvroute.internal.Checks;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
@@ -269,7 +270,7 @@ public final class Router {
           long now = ticker.read();
           admission.drainReleases();
           if (remote.hasQueued()) {
-            remote.drain(RemoteBookings.DRAIN_PER_SELECT);
+            remote.drain(RemoteBookings.DRAIN_PER_SELECT); // peers' bookings; their predictions are not applied here
           }
           expired = admission.expire(now);
           predictions.expire(now);
@@ -368,8 +369,7 @@ public final class Router {
       int slot = candidateStates[i].slot;
       int activeOverlap = load.activeDepth(slot, hashes, count);
       candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
-          load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot));
-      candidates.setHolderBlocks(i, load.holderHistogram(slot));
+          load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot), load.holderHistogram(slot));
     }
     int choice = policy.select(candidates);
     if (choice < 0 || choice >= n) {

@@ -30,10 +30,13 @@ public final class Routing implements AutoCloseable {
   private final String policy;
   private final List<CandidateScore> explanation;
   private static final VarHandle PHASE;
+  static final VarHandle RELEASE_QUEUED;
 
   static {
     try {
-      PHASE = MethodHandles.lookup().findVarHandle(Routing.class, "phase", int.class);
+      MethodHandles.Lookup lookup = MethodHandles.lookup();
+      PHASE = lookup.findVarHandle(Routing.class, "phase", int.class);
+      RELEASE_QUEUED = lookup.findVarHandle(Routing.class, "releaseQueued", boolean.class);
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
     }
@@ -54,6 +57,10 @@ public final class Routing implements AutoCloseable {
   boolean tracked;
   // The admission's id of this booking, shared with peer replicas; 0 until booked. Guarded by the admission lock.
   long bookingId;
+  // The admission's queue of handles to release is a stack linked through this field (see Admission.released), so
+  // that a release allocates no queue node: whether this handle is on it (through RELEASE_QUEUED), and the next one.
+  volatile boolean releaseQueued;
+  @Nullable Routing nextRelease;
 
   Routing(Admission admission, WorkerRegistry.WorkerState state, int matchedBlocks, int gpuMatchedBlocks,
       int promptTokens, long bookedPrefillTokens, long bookedAtNanos, long[] hashes, int hashCount, String policy,

@@ -9,8 +9,8 @@ package io.kvroute;
  * at a time, on whichever thread is selecting or releasing, while holding its admission lock: an implementation
  * must only record or enqueue the delta, never block, never touch the network and never throw (an exception is
  * logged and otherwise ignored). The peers' deltas go the other way: the port delivers them, from its own threads,
- * to the {@link RemoteLoad} view given to {@link #start}, which the router applies before its next selection; a
- * selection never waits on the port.
+ * to the {@link RemoteLoad} view given to {@link #start}, which the router applies before its next selection
+ * (predictions on the delivering thread); a selection never waits on the port.
  *
  * <p>A port owns the replica protocol: encoding, batching, sequence numbers, membership and expiry. Whatever it
  * loses (a dead peer, a broken connection) it must remove with {@link RemoteLoad#dropReplica}, so that the view

@@ -1,6 +1,6 @@
 package io.kvroute;
 
-import java.util.Objects;
+import io.kvroute.internal.Checks;
 
 /**
  * Identifies one engine instance: a worker name plus its data-parallel rank (0 when data parallelism is off);
@@ -14,10 +14,7 @@ public record WorkerId(String name, int dataParallelRank) implements Comparable<
    * @throws IllegalArgumentException if {@code name} is blank or {@code dataParallelRank} is negative
    */
   public WorkerId {
-    Objects.requireNonNull(name, "name");
-    if (name.isBlank()) {
-      throw new IllegalArgumentException("name must not be blank");
-    }
+    Checks.notBlank("name", name);
     Checks.notNegative("dataParallelRank", dataParallelRank);
   }
 

@@ -74,10 +74,10 @@ final class Xxh3 {
    * {@link BlockHasher#sequenceHash} does ({@code out[0]} is block 0's local hash, {@code out[b]} is
    * {@code hash16(out[b - 1], local(b), SEED)}), into {@code out[0 .. blocks)}.
    *
-   * <p>The same arithmetic as {@link #hashInts16} and {@link #hash16}, arranged for the loop: the eight seeded
-   * secret words are computed once per prompt instead of once per block, both arrays are range-checked once, and
-   * block 0 is peeled off, so that an iteration is the block's four multiplies and the chain step and nothing else.
-   * The chain step of block b and the local hash of block b + 1 are independent, so the CPU overlaps them.
+   * <p>For the base model's seeds (both {@link BlockHasher#SEED}) this is {@link #sequence16Base} when
+   * {@link IntWords} can read the tokens as longs; otherwise, or when a token at an odd index is negative, the
+   * portable loop below: the same arithmetic as {@link #hashInts16} and {@link #hash16} with the eight seeded
+   * secret words computed once per prompt, both arrays range-checked once and block 0 peeled.
    */
   static void sequence16(int[] t, int blocks, long seed, long chainSeed, long[] out) {
     if (blocks <= 0) {
@@ -85,6 +85,10 @@ final class Xxh3 {
     }
     java.util.Objects.checkFromIndexSize(0, blocks * 16, t.length);
     java.util.Objects.checkFromIndexSize(0, blocks, out.length);
+    if (seed == BlockHasher.SEED && chainSeed == BlockHasher.SEED && IntWords.AVAILABLE
+        && sequence16Base(t, blocks, out)) {
+      return;
+    }
     long k0 = 0xbe4ba423396cfeb8L + seed;
     long k1 = 0x1cad21f72c81017cL - seed;
     long k2 = 0xdb979083e96dd4deL + seed;
@@ -99,6 +103,77 @@ final class Xxh3 {
       previous = hash16(previous, local16(t, b * 16, k0, k1, k2, k3, k4, k5, k6, k7), chainSeed);
       out[b] = previous;
     }
+  }
+
+  // The eight secret words of a local hash with seed 1337 (XXH3's kSecret words 0..7, +seed for even, -seed for odd).
+  private static final long B0 = 0xbe4ba423396cfeb8L + BlockHasher.SEED;
+  private static final long B1 = 0x1cad21f72c81017cL - BlockHasher.SEED;
+  private static final long B2 = 0xdb979083e96dd4deL + BlockHasher.SEED;
+  private static final long B3 = 0x1f67b3b7a4a44072L - BlockHasher.SEED;
+  private static final long B4 = 0x78e5c0cc4ee679cbL + BlockHasher.SEED;
+  private static final long B5 = 0x2172ffcc7dd05a82L - BlockHasher.SEED;
+  private static final long B6 = 0x8e2443f7744608b8L + BlockHasher.SEED;
+  private static final long B7 = 0x4c263a81e69035e0L - BlockHasher.SEED;
+
+  /**
+   * {@link #sequence16} for seed and chain seed {@link BlockHasher#SEED}, reading each block as eight
+   * little-endian longs ({@link IntWords}) instead of packing sixteen ints; returns false, having written
+   * garbage into {@code out}, when a token at an odd index is negative (the caller then runs the portable loop).
+   *
+   * <p>Why the sign matters: mix16B multiplies {@code a = word ^ key} by {@code b} as unsigned 128-bit numbers, which
+   * Java 17 has only as a signed high product plus {@code (a >> 63) & b} and {@code (b >> 63) & a}. A word's top bit
+   * is the top bit of its odd-index token, so when every such token is non-negative, {@code a >> 63} is
+   * {@code key >> 63}, a constant: the two corrections fold into at most one addition per multiply. The loop ORs
+   * the words it reads to check that, 8 ORs per block instead of 24 shifts, ANDs and adds. The caller has
+   * range-checked both arrays.
+   */
+  private static boolean sequence16Base(int[] t, int blocks, long[] out) {
+    long at = IntWords.BASE;
+    long w0 = IntWords.get(t, at);
+    long w1 = IntWords.get(t, at + 8);
+    long w2 = IntWords.get(t, at + 16);
+    long w3 = IntWords.get(t, at + 24);
+    long w4 = IntWords.get(t, at + 32);
+    long w5 = IntWords.get(t, at + 40);
+    long w6 = IntWords.get(t, at + 48);
+    long w7 = IntWords.get(t, at + 56);
+    long signs = (w0 | w1) | (w2 | w3) | (w4 | w5) | (w6 | w7);
+    long previous = avalanche(64 * PRIME64_1 + mulFold(w0 ^ B0, w1 ^ B1, B0, B1) + mulFold(w2 ^ B4, w3 ^ B5, B4, B5)
+        + mulFold(w4 ^ B6, w5 ^ B7, B6, B7) + mulFold(w6 ^ B2, w7 ^ B3, B2, B3));
+    out[0] = previous;
+    for (int b = 1; b < blocks; b++) {
+      at += 64;
+      // Each pair mixed as soon as it is read, so that few words are live at once (16 registers).
+      long m0 = IntWords.get(t, at);
+      long m1 = IntWords.get(t, at + 8);
+      long acc = 64 * PRIME64_1 + mulFold(m0 ^ B0, m1 ^ B1, B0, B1);
+      long s = m0 | m1;
+      long m2 = IntWords.get(t, at + 16);
+      long m3 = IntWords.get(t, at + 24);
+      acc += mulFold(m2 ^ B4, m3 ^ B5, B4, B5);
+      s |= m2 | m3;
+      long m4 = IntWords.get(t, at + 32);
+      long m5 = IntWords.get(t, at + 40);
+      acc += mulFold(m4 ^ B6, m5 ^ B7, B6, B7);
+      s |= m4 | m5;
+      long m6 = IntWords.get(t, at + 48);
+      long m7 = IntWords.get(t, at + 56);
+      acc += mulFold(m6 ^ B2, m7 ^ B3, B2, B3);
+      signs |= s | m6 | m7;
+      previous = hash16(previous, avalanche(acc), BlockHasher.SEED);
+      out[b] = previous;
+    }
+    return signs >= 0;
+  }
+
+  /**
+   * {@link #mul128Fold64} of {@code a = x ^ keyA} and {@code b = y ^ keyB} for non-negative {@code x} and
+   * {@code y}: the signs of {@code a} and {@code b} are those of the constant keys.
+   */
+  private static long mulFold(long a, long b, long keyA, long keyB) {
+    long low = a * b;
+    long high = Math.multiplyHigh(a, b) + ((keyA >> 63) & b) + ((keyB >> 63) & a);
+    return low ^ high;
   }
 
   /** {@link #hashInts16} with the seeded secret words given; the caller has range-checked the block. */

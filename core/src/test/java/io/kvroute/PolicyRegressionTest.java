@@ -26,6 +26,35 @@ class PolicyRegressionTest {
   }
 
   @Test
+  void kvAwareBreaksTiesToTheSmallestTreeThenUniformly() {
+    // Six candidates of equal cost; three share the smallest cached tree (3 blocks). Only those three may be chosen,
+    // each about a third of the time (30,000 draws: a third is 10,000, sd 82; 600 is over 7 sd).
+    int[] tokens = Fixtures.prompt(2, 64);
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(tokens), tokens.length, 16, BlockHasher.of(16).sequenceHashes(tokens));
+    long[] cached = {5, 3, 3, 9, 3, 4};
+    for (int i = 0; i < cached.length; i++) {
+      c.add(Worker.of(WorkerId.of("w" + i)), 0, 0, cached[i], null);
+    }
+    c.admit(new SplittableRandom(13), 0);
+    for (int i = 0; i < cached.length; i++) {
+      c.setLoad(i, 0, 0, 4, 0);
+    }
+    int[] chosen = new int[cached.length];
+    RouterPolicy policy = RouterPolicy.kvAware();
+    for (int draw = 0; draw < 30_000; draw++) {
+      chosen[policy.select(c)]++;
+    }
+    for (int i = 0; i < cached.length; i++) {
+      if (cached[i] == 3) {
+        assertTrue(Math.abs(chosen[i] - 10_000) < 600, "candidate " + i + " chosen " + chosen[i] + " times");
+      } else {
+        assertEquals(0, chosen[i], "candidate " + i + " has a larger tree");
+      }
+    }
+  }
+
+  @Test
   void cacheAffinityForgetsDepartedWorkers() {
     Policies.CacheAffinity policy = (Policies.CacheAffinity) RouterPolicy.cacheAffinity();
     Router router = Router.newBuilder().policy(policy).ticker(new FakeTicker()).randomSeed(3).build();

@@ -263,4 +263,32 @@ class PredictedTtftPolicyTest {
     // 4 unbooked blocks (outputs, one holder each) freed in proportion: 5k + 8k(k-1) = 5 at k = 1.
     assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 4, 5), 1e-5);
   }
+  /**
+   * A worker whose tree (585 blocks) has never been seen to shrink. This request needs 32 blocks. The pinned blocks
+   * are cached, so the capacity is at most 585 / usage, and the free blocks at most (1 - usage) x 585 / usage. An
+   * engine report of 1 waiting request at 96% KV usage bounds them by 24.4, fewer than the 32 this prompt needs: the
+   * engine is waiting for memory and the cache is full. At 90% (up to 65 free) it might take this prompt; with no
+   * request waiting, or no report, nothing says the cache is full; and a 100-block tree at 30% usage (up to 233
+   * free) is a cache still filling.
+   */
+  @Test
+  void anEngineWaitingWithLessFreeMemoryThanAPromptMeansItsCacheIsFull() {
+    assertEquals(true, fullAfterReport(585, new EngineLoad(4, 1, 0.96, 0)));
+    assertEquals(false, fullAfterReport(585, new EngineLoad(4, 1, 0.90, 0)), "up to 65 blocks free");
+    assertEquals(false, fullAfterReport(585, new EngineLoad(4, 0, 1.0, 0)), "nothing waits");
+    assertEquals(false, fullAfterReport(585, null));
+    assertEquals(false, fullAfterReport(100, new EngineLoad(1, 1, 0.3, 0)), "a small tree, a cache filling");
+  }
+
+  private static boolean fullAfterReport(long tree, EngineLoad load) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 0, 0, 585, load);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, 0, 32, 4);
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    m.maxCached = tree;
+    PredictedTtftPolicy.learnFullFromReport(c, 0, m);
+    return m.filled;
+  }
 }

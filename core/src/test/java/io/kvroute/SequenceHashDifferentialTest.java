@@ -69,6 +69,42 @@ class SequenceHashDifferentialTest {
     assertArrayEquals(expected, HASHER.sequenceHashes(tokens), name);
   }
 
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void oneNegativeTokenAnywhereStillEqualsTheReference(String name, long seed) {
+    // The base-model loop reads words and assumes non-negative odd-index tokens; one negative token (or one with
+    // the top bit, a u32 id >= 2^31) at an odd index must send the prompt to the portable loop, at an even index
+    // it changes nothing. Both must give the reference's hashes, for that block and every later one.
+    SplittableRandom random = new SplittableRandom(seed);
+    int blocks = 1 + random.nextInt(160);
+    int[] tokens = random.ints(blocks * 16, 0, 128_256).toArray();
+    int at = random.nextInt(tokens.length);
+    tokens[at] = random.nextBoolean() ? -1 - random.nextInt(1 << 20) : Integer.MIN_VALUE | random.nextInt();
+    long[] out = new long[blocks];
+    HASHER.sequenceHashes(tokens, tokens.length, null, null, out);
+    LongHashFunction local = LongHashFunction.xx3(BlockHasher.SEED);
+    long previous = 0;
+    for (int b = 0; b < blocks; b++) {
+      long l = local.hashInts(tokens, b * 16, 16);
+      previous = b == 0 ? l : CHAIN.hashBytes(
+          ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(previous).putLong(l).array());
+      assertEquals(previous, out[b], name + ": block " + b + " of " + blocks + ", negative token at " + at);
+    }
+  }
+
+  @Test
+  void wordReadsAreOnWhereTheyCanBe() {
+    // Guards the fast path against being silently off: on a little-endian JDK older than 24 it must be available,
+    // and a word must be the two ints packed little-endian.
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        java.nio.ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN && Runtime.version().feature() < 24
+            && System.getProperty("kvroute.hash.unsafe") == null);
+    org.junit.jupiter.api.Assertions.assertTrue(IntWords.AVAILABLE);
+    int[] pair = {0x89abcdef, 0x01234567, -1};
+    assertEquals(0x0123456789abcdefL, IntWords.get(pair, IntWords.BASE));
+    assertEquals(0xffffffff01234567L, IntWords.get(pair, IntWords.BASE + 4));
+  }
+
   @Test
   void firstBlockGivesTheGoldenXxh3Vectors() {
     // ../shared/reference/java-conventions.md B4: u32 LE [1..16] -> 0xd2e217905d2bda1d (seed 0), 0x996e0ade0c87c9c2

@@ -181,6 +181,41 @@ class SharedLoadTest {
     }
   }
 
+  /**
+   * A peer's predictions are expired by the thread delivering the next ones, at the router's TTL; a selection
+   * leaves them (it would spend as many index writes removing them as recording them took) until they are a second
+   * past the TTL with no delivery since, a peer gone quiet. Observed on the prediction index's entries, without
+   * selecting the predicted prompt (which would predict it again).
+   */
+  @Test
+  void peersPredictionsExpireOnTheDeliveringThreadOrLateOnASelection() {
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().ticker(ticker).randomSeed(3)
+        .policy(RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofSeconds(10), 1 << 16)).build();
+    router.addWorker(Worker.of(W0));
+    router.addWorker(Worker.of(W1));
+    WorkerRegistry.WorkerState w1 = router.workers().state(W1);
+    long[] first = BlockHasher.of(16).sequenceHashes(Fixtures.prompt(6, 16 * 12));
+    long[] second = BlockHasher.of(16).sequenceHashes(Fixtures.prompt(8, 16 * 5));
+    router.remoteLoad().predicted(W1, first, first.length);
+    assertEquals(12, router.predictions().entriesOfSlot(w1.predictedSlot));
+    ticker.advance(Duration.ofMillis(10_500)); // past the TTL, within the slack
+    int own = ownBlockOn(router, W1); // a selection expires its own predictions, not the peer's yet
+    assertEquals(12 + own, router.predictions().entriesOfSlot(w1.predictedSlot), "left to the delivering thread");
+    router.remoteLoad().predicted(W1, second, second.length); // the next delivery expires the first
+    assertEquals(5 + own, router.predictions().entriesOfSlot(w1.predictedSlot));
+    ticker.advance(Duration.ofMillis(11_100)); // the second (10.5 s) is past TTL + slack (21.5 s), no delivery since
+    own = ownBlockOn(router, W1);
+    assertEquals(own, router.predictions().entriesOfSlot(w1.predictedSlot), "a quiet peer's predictions still go");
+  }
+
+  /** Routes a one-block prompt no peer predicted; returns 1 if it went (and was predicted) on {@code worker}. */
+  private static int ownBlockOn(Router router, WorkerId worker) {
+    try (Routing r = router.select(Fixtures.prompt(7, 16))) {
+      return r.workerId().equals(worker) ? 1 : 0;
+    }
+  }
+
   @Test
   void bookingsOnUnknownOrRemovedWorkersCountNowhereAndReleaseCleanly() {
     Router router = router(RouterPolicy.leastLoaded(), SharedLoad.NONE, W0);

@@ -135,7 +135,7 @@ public final class ArticleExperiment {
   static void runTrace(Options options, PrintStream out, PrintStream progress) throws IOException {
     MooncakeTrace trace = MooncakeTrace.load(options.trace, MooncakeTrace.DEFAULT_BLOCK_TOKENS,
         options.traceRequests);
-    int blocks = options.blocksSet ? options.blocks
+    int blocks = options.given("--blocks") ? options.blocks
         : Math.max(65_536, (trace.maxSequenceTokens() + 15) / 16);
     SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(blocks).build();
     progress.printf(Locale.ROOT, "Replaying %d requests of %s on %d workers x %d blocks, arrivals x%.2f...%n",
@@ -195,7 +195,7 @@ public final class ArticleExperiment {
     }
     Map<String, Supplier<RouterPolicy>> policies = new LinkedHashMap<>();
     Map<String, Supplier<RouterPolicy>> all = options.factories();
-    List<String> names = options.policiesSet ? options.policies : SUITE_POLICIES;
+    List<String> names = options.given("--policies") ? options.policies : SUITE_POLICIES;
     for (String name : names) {
       policies.put(name, all.get(name));
     }
@@ -449,7 +449,7 @@ public final class ArticleExperiment {
   }
 
   /** Command-line options. */
-  static final class Options {
+  static final class Options extends Cli.Options {
     static final String USAGE = String.join("\n",
         "usage: java -jar kvroute-examples.jar [options]",
         "  --kinds 2,7,12,24        prefix kinds (rows)",
@@ -476,26 +476,14 @@ public final class ArticleExperiment {
         "  --scenarios a,b          only the suite's scenarios whose names contain one of these",
         "  --charts DIR             where SVG charts go (default target/kvroute-charts; none: no charts)");
 
-    int[] kinds = {2, 7, 12, 24};
-    List<String> policies = new ArrayList<>(POLICIES.keySet());
-    int workers = 6;
-    int concurrency = 8;
-    int requests = 240;
-    int runs = 3;
-    int blocks = SimEngineConfig.DEFAULT_NUM_BLOCKS;
-    int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
     long eventDelayNanos = Simulation.DEFAULT_EVENT_DELAY.toNanos();
     long loadReportNanos = Simulation.DEFAULT_LOAD_REPORT_INTERVAL.toNanos();
-    long seed = 1;
     double overlapWeight = KvAwareConfig.DEFAULT.overlapWeight();
-    boolean blocksSet;
     @Nullable Path trace;
     int traceRequests = Integer.MAX_VALUE;
     double timeScale = 1.0;
-    boolean help;
     boolean suite;
     boolean reducedSuite;
-    boolean policiesSet;
     @Nullable String scenarioFilter;
     @Nullable Path chartsDir = Path.of("target", "kvroute-charts");
 
@@ -504,87 +492,42 @@ public final class ArticleExperiment {
       return builtInPolicies(KvAwareConfig.DEFAULT.withOverlapWeight(overlapWeight));
     }
 
+    Options() {
+      super(new ArrayList<>(POLICIES.keySet()));
+    }
+
     static Options parse(String[] args) {
       Options o = new Options();
-      for (int i = 0; i < args.length; i++) {
-        String arg = args[i];
-        if (arg.equals("-h") || arg.equals("--help")) {
-          o.help = true;
-          continue;
-        }
-        if (arg.equals("--suite") || arg.equals("--suite-reduced")) {
-          o.suite = true;
-          o.reducedSuite = arg.equals("--suite-reduced");
-          continue;
-        }
-        String value = Cli.valueAfter(args, i++);
-        switch (arg) {
-          case "--kinds" -> o.kinds = Cli.positives(value, arg);
-          case "--policies" -> {
-            o.policies = Cli.policies(value);
-            o.policiesSet = true;
-          }
-          case "--workers" -> o.workers = positive(value, arg);
-          case "--concurrency" -> o.concurrency = positive(value, arg);
-          case "--requests" -> o.requests = positive(value, arg);
-          case "--runs" -> o.runs = positive(value, arg);
-          case "--blocks" -> {
-            o.blocks = positive(value, arg);
-            o.blocksSet = true;
-          }
-          case "--trace" -> o.trace = Path.of(value);
-          case "--scenarios" -> o.scenarioFilter = value;
-          case "--charts" -> o.chartsDir = value.equals("none") ? null : Path.of(value);
-          case "--trace-requests" -> o.traceRequests = positive(value, arg);
-          case "--time-scale" -> {
-            double scale;
-            try {
-              scale = Double.parseDouble(value);
-            } catch (NumberFormatException e) {
-              throw new IllegalArgumentException("--time-scale needs a positive number but got '" + value + "'");
-            }
-            if (!(scale > 0) || Double.isInfinite(scale)) {
-              throw new IllegalArgumentException("--time-scale needs a positive number but got " + value);
-            }
-            o.timeScale = scale;
-          }
-          case "--output-tokens" -> o.outputTokens = positive(value, arg);
-          case "--load-report-ms" -> {
-            double ms = Double.parseDouble(value);
-            if (!(ms >= 0)) {
-              throw new IllegalArgumentException("--load-report-ms must not be negative but was " + value);
-            }
-            o.loadReportNanos = Math.round(ms * 1e6);
-          }
-          case "--event-delay-ms" -> {
-            double ms = Double.parseDouble(value);
-            if (!(ms >= 0)) {
-              throw new IllegalArgumentException("--event-delay-ms must not be negative but was " + value);
-            }
-            o.eventDelayNanos = Math.round(ms * 1e6);
-          }
-          case "--seed" -> o.seed = Long.parseLong(value);
-          case "--overlap-weight" -> {
-            double w;
-            try {
-              w = Double.parseDouble(value);
-            } catch (NumberFormatException e) {
-              throw new IllegalArgumentException("--overlap-weight needs a number but got '" + value + "'");
-            }
-            if (!(w >= 0) || Double.isInfinite(w)) {
-              throw new IllegalArgumentException("--overlap-weight must be a finite non-negative number but was "
-                  + value);
-            }
-            o.overlapWeight = w;
-          }
-          default -> throw new IllegalArgumentException("unknown option " + arg);
-        }
-      }
+      o.read(args);
       return o;
     }
 
-    private static int positive(String value, String option) {
-      return Cli.positive(value, option);
+    @Override
+    boolean flag(String arg) {
+      if (arg.equals("--suite") || arg.equals("--suite-reduced")) {
+        suite = true;
+        reducedSuite = arg.equals("--suite-reduced");
+        return true;
+      }
+      return false;
+    }
+
+    @Override
+    boolean option(String arg, String value) {
+      switch (arg) {
+        case "--trace" -> trace = Path.of(value);
+        case "--scenarios" -> scenarioFilter = value;
+        case "--charts" -> chartsDir = value.equals("none") ? null : Path.of(value);
+        case "--trace-requests" -> traceRequests = Cli.positive(value, arg);
+        case "--time-scale" -> timeScale = Cli.number(value, arg, false);
+        case "--load-report-ms" -> loadReportNanos = Cli.millisAsNanos(value, arg, true);
+        case "--event-delay-ms" -> eventDelayNanos = Cli.millisAsNanos(value, arg, true);
+        case "--overlap-weight" -> overlapWeight = Cli.number(value, arg, true);
+        default -> {
+          return false;
+        }
+      }
+      return true;
     }
   }
 }

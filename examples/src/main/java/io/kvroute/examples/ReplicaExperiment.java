@@ -342,7 +342,7 @@ public final class ReplicaExperiment {
   }
 
   /** Command-line options. */
-  static final class Options {
+  static final class Options extends Cli.Options {
     static final String USAGE = String.join("\n",
         "usage: java -cp kvroute-examples.jar io.kvroute.examples.ReplicaExperiment [options]",
         "  --replicas 1,2,4          router replicas (requests spread round-robin)",
@@ -358,75 +358,41 @@ public final class ReplicaExperiment {
 
     int[] replicas = {1, 2, 4};
     List<String> syncModes = List.of("none", "nats");
-    List<String> policies = List.of("kvAware", "approximate", "cacheAffinity");
-    int[] kinds = {2, 7, 12, 24};
-    int workers = 6;
-    int concurrency = 8;
-    int requests = 240;
-    int runs = 3;
-    int blocks = SimEngineConfig.DEFAULT_NUM_BLOCKS;
-    int outputTokens = SharedPrefixWorkload.DEFAULT_OUTPUT_TOKENS;
-    long seed = 1;
     long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
     long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
     @Nullable String natsUrl;
-    boolean help;
+
+    Options() {
+      super(List.of("kvAware", "approximate", "cacheAffinity"));
+    }
 
     static Options parse(String[] args) {
       Options o = new Options();
-      for (int i = 0; i < args.length; i++) {
-        String arg = args[i];
-        if (arg.equals("-h") || arg.equals("--help")) {
-          o.help = true;
-          continue;
-        }
-        String value = Cli.valueAfter(args, i++);
-        switch (arg) {
-          case "--replicas" -> o.replicas = Cli.positives(value, arg);
-          case "--kinds" -> o.kinds = Cli.positives(value, arg);
-          case "--sync" -> {
-            List<String> modes = List.of(value.split(","));
-            for (String m : modes) {
-              if (!m.equals("none") && !m.equals("nats")) {
-                throw new IllegalArgumentException("--sync takes none and/or nats but got '" + m + "'");
-              }
-            }
-            o.syncModes = modes;
-          }
-          case "--policies" -> o.policies = Cli.policies(value);
-          case "--workers" -> o.workers = positive(value, arg);
-          case "--concurrency" -> o.concurrency = positive(value, arg);
-          case "--requests" -> o.requests = positive(value, arg);
-          case "--runs" -> o.runs = positive(value, arg);
-          case "--blocks" -> o.blocks = positive(value, arg);
-          case "--output-tokens" -> o.outputTokens = positive(value, arg);
-          case "--seed" -> o.seed = Long.parseLong(value);
-          case "--sync-interval-ms" -> o.syncIntervalNanos = Math.max(1, nanos(value, arg, false));
-          case "--client-jitter-ms" -> o.clientJitterNanos = nanos(value, arg, true);
-          case "--nats-url" -> o.natsUrl = value;
-          default -> throw new IllegalArgumentException("unknown option " + arg);
-        }
-      }
+      o.read(args);
       return o;
     }
 
-    /** Milliseconds given as a finite number, positive (or zero if {@code zeroAllowed}), in nanoseconds. */
-    private static long nanos(String value, String option, boolean zeroAllowed) {
-      double ms;
-      try {
-        ms = Double.parseDouble(value);
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException(option + " needs a number but got '" + value + "'");
+    @Override
+    boolean option(String arg, String value) {
+      switch (arg) {
+        case "--replicas" -> replicas = Cli.positives(value, arg);
+        case "--sync" -> {
+          List<String> modes = List.of(value.split(","));
+          for (String m : modes) {
+            if (!m.equals("none") && !m.equals("nats")) {
+              throw new IllegalArgumentException("--sync takes none and/or nats but got '" + m + "'");
+            }
+          }
+          syncModes = modes;
+        }
+        case "--sync-interval-ms" -> syncIntervalNanos = Math.max(1, Cli.millisAsNanos(value, arg, false));
+        case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
+        case "--nats-url" -> natsUrl = value;
+        default -> {
+          return false;
+        }
       }
-      if (!(zeroAllowed ? ms >= 0 : ms > 0) || Double.isInfinite(ms)) {
-        throw new IllegalArgumentException(option + (zeroAllowed ? " must not be negative" : " must be positive")
-            + " but was " + value);
-      }
-      return Math.round(ms * 1e6);
-    }
-
-    private static int positive(String value, String option) {
-      return Cli.positive(value, option);
+      return true;
     }
   }
 }

@@ -249,6 +249,7 @@ class GatewayEndToEndTest {
       ports.computeIfAbsent(portMatcher.group(1), p -> Integer.toString(freePort()));
     }
     String body = null;
+    int waits = 0;
     String completionsUrl = null;
     String metricsUrl = null;
     for (String command : commands) {
@@ -257,7 +258,10 @@ class GatewayEndToEndTest {
         startSimProcess(argsAfter(c, "io.kvroute.sim.SimMain"));
       } else if (c.startsWith("java ") && c.contains(" io.kvroute.examples.Gateway ")) {
         gateway = Gateway.start(Gateway.parse(argsAfter(c, "io.kvroute.examples.Gateway").toArray(new String[0])));
-      } else if (c.startsWith("curl -N ")) {
+      } else if (c.startsWith("until curl ")) {
+        waits++;
+        awaitHealthy(c);
+      } else if (c.startsWith("curl -sN ")) {
         completionsUrl = c.split(" ")[2];
         body = c.substring(c.indexOf("-d '") + 4, c.lastIndexOf('\''));
       } else if (c.startsWith("curl -s ")) {
@@ -265,9 +269,10 @@ class GatewayEndToEndTest {
       }
     }
     assertEquals(2, processes.size(), "two simulated workers in the README");
+    assertEquals(2, waits, "the README waits for the workers, then for the gateway");
     assertTrue(gateway != null && body != null && metricsUrl != null, String.join("\n", commands));
     for (Process p : processes) {
-      readyLine(p); // the worker serves before the first request, as the README's sleep ensures
+      readyLine(p); // each worker announced itself (its /health answered above)
     }
     Map<?, ?> request = (Map<?, ?>) Json.parse(body);
     HttpResponse<String> streamed = client.send(HttpRequest.newBuilder(URI.create(completionsUrl))
@@ -313,6 +318,34 @@ class GatewayEndToEndTest {
         "-cp", System.getProperty("java.class.path"), "io.kvroute.sim.SimMain"));
     command.addAll(args);
     processes.add(new ProcessBuilder(command).redirectErrorStream(true).start());
+  }
+
+  /**
+   * Does what the README's {@code until curl -sf URL && curl -sf URL; do sleep 1; done} does: polls each URL until
+   * it answers 2xx, here within a minute.
+   */
+  private void awaitHealthy(String untilCommand) throws Exception {
+    Matcher urls = Pattern.compile("http://[^\\s;&]+").matcher(untilCommand);
+    int found = 0;
+    while (urls.find()) {
+      found++;
+      URI uri = URI.create(urls.group());
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
+      while (true) {
+        int status;
+        try {
+          status = client.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+        } catch (java.io.IOException notYet) {
+          status = -1;
+        }
+        if (status >= 200 && status < 300) {
+          break;
+        }
+        assertTrue(System.nanoTime() < deadline, uri + " did not become healthy within a minute");
+        Thread.sleep(200);
+      }
+    }
+    assertTrue(found > 0, untilCommand);
   }
 
   private static String readyLine(Process p) throws java.io.IOException {

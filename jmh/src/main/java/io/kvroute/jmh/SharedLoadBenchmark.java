@@ -10,7 +10,10 @@ import io.kvroute.WorkerId;
 import io.kvroute.sync.nats.NatsLoadSync;
 import io.kvroute.testkit.NatsServer;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -27,6 +30,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * What sharing load over NATS adds to one request's routing: {@link Router#select(int[])}, then
@@ -36,8 +40,15 @@ import org.openjdk.jmh.annotations.Warmup;
  * must be installed) and a peer replica booking and releasing {@code peerRate} requests per second, so the measured
  * thread both appends its own deltas and applies the peer's that arrived while it held the admission lock. The
  * difference of the two scores is the added cost per request, hence an upper bound of the added cost per
- * {@code select} (the target: within 1 µs). The publisher, NATS and peer threads run beside the measured one: on a
- * machine with fewer free cores than threads they steal its time, so run it on a quiet machine with at least four.
+ * {@code select} (the target: within 1 µs). With {@code sync=NONE} the second client's requests go to the measured
+ * router itself, so both variants route the same workload in the same state: one router seeing both clients' load
+ * and predictions, or two replicas each seeing both through the sync. (Comparing against a lone router with one
+ * request in flight would not: with the peer's 64 open requests in view, approximate mode spreads each hot prompt
+ * over several workers, and the prediction index holds about 7 times the entries.) With {@code peerRate=0} there is
+ * no peer: the measured replica publishes to nobody, and the difference is its own hooks and publisher. The
+ * publisher, NATS and peer threads run beside the measured one: on a machine with fewer free cores than threads
+ * they steal its time, so run it on a quiet machine with at least four; the measured thread's CPU time per
+ * operation, printed after each iteration, is not inflated by that.
  *
  * <pre>
  * mvn -B -q -pl jmh -am package -DskipTests
@@ -66,6 +77,10 @@ public class SharedLoadBenchmark {
   @Param({"kvAware", "approximate"})
   String policy;
 
+  /** {@link #hooks}: the work between two requests' hooks, in {@link Blackhole#consumeCPU} tokens. */
+  @Param({"1000"})
+  int hookSpacing;
+
   /** Requests per second the peer replica books and releases. */
   @Param({"2000"})
   int peerRate;
@@ -87,15 +102,20 @@ public class SharedLoadBenchmark {
       server = NatsServer.start();
       String url = server.url();
       local = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("measured").build();
-      peerSync = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("peer").build();
       port = local;
-      peer = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync).build();
+      if (peerRate > 0) { // with no peer, the measured replica publishes to nobody: the cost of its own hooks alone
+        peerSync = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("peer").build();
+        peer = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync).build();
+      }
     }
     router = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED).sharedLoad(port).build();
+    if (sync == Sync.NONE && peerRate > 0) {
+      peer = router; // one router routes both clients' requests: the state two synced replicas share
+    }
     for (WorkerId id : ids) {
       router.addWorker(Worker.of(id));
       router.reportEventStream(id, EventStreamState.LIVE);
-      if (peer != null) {
+      if (peer != null && peer != router) {
         peer.addWorker(Worker.of(id));
         peer.reportEventStream(id, EventStreamState.LIVE);
       }
@@ -105,12 +125,16 @@ public class SharedLoadBenchmark {
     for (int i = 0; i < prompts.length; i++) {
       prompts[i] = random.ints(promptTokens, 0, 150_000).toArray();
     }
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (local != null && !local.isConnected() && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
     if (peer != null) {
-      long deadline = System.nanoTime() + 10_000_000_000L;
-      while ((local.peers().isEmpty() || peerSync.peers().isEmpty()) && System.nanoTime() < deadline) {
+      while (peerSync != null && (local.peers().isEmpty() || peerSync.peers().isEmpty())
+          && System.nanoTime() < deadline) {
         Thread.sleep(10);
       }
-      if (local.peers().isEmpty()) {
+      if (peerSync != null && local.peers().isEmpty()) {
         throw new IllegalStateException("the replicas did not see each other over " + server.url());
       }
       Router p = peer;
@@ -142,14 +166,37 @@ public class SharedLoadBenchmark {
     return name.equals("approximate") ? RouterPolicy.approximate() : RouterPolicy.kvAware();
   }
 
-  @TearDown(Level.Trial)
-  public void tearDown() throws InterruptedException {
+  private long droppedBefore;
+
+  @Setup(Level.Iteration)
+  public void countDropped() {
+    droppedBefore = local == null ? 0 : local.stats().deltasDropped();
+  }
+
+  /** Deltas the measured replica dropped (its ring full: the publisher could not keep up) in the iteration. */
+  @TearDown(Level.Iteration)
+  public void reportDropped() {
+    if (local != null) {
+      System.out.printf(Locale.ROOT, "deltas dropped %d, sent %d frames of %d bytes in all%n",
+          local.stats().deltasDropped() - droppedBefore, local.stats().framesSent(), local.stats().bytesSent());
+    }
+  }
+
+  /** Stops the peer's client; its open requests stay open. */
+  void stopPeer() throws InterruptedException {
     running.set(false);
     if (peerThread != null) {
       peerThread.join(5000);
     }
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() throws InterruptedException {
+    stopPeer();
     if (local != null) {
       local.close();
+    }
+    if (peerSync != null) {
       peerSync.close();
     }
     if (server != null) {
@@ -157,8 +204,65 @@ public class SharedLoadBenchmark {
     }
   }
 
+  /**
+   * The measured thread's own CPU time per operation, printed after each iteration: unlike the score, it is not
+   * inflated by the publisher, NATS, peer and other processes' threads taking the core away (only by their sharing
+   * of caches), so on a machine with fewer free cores than threads it separates what {@code select} does from what
+   * the sync costs elsewhere.
+   */
+  @State(Scope.Thread)
+  public static class CpuClock {
+    private static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+    long ops;
+    private long cpu0;
+
+    @Setup(Level.Iteration)
+    public void start() {
+      ops = 0;
+      cpu0 = MX.getCurrentThreadCpuTime();
+    }
+
+    @TearDown(Level.Iteration)
+    public void stop() {
+      long cpu = MX.getCurrentThreadCpuTime() - cpu0;
+      System.out.printf(Locale.ROOT, "thread cpu %.1f ns/op%n", (double) cpu / Math.max(1, ops));
+    }
+  }
+
+  /** Booking ids for {@link #hooks}, above any the router hands out. */
+  private long hookId = 1L << 40;
+  private long[] hookHashes;
+
+  /**
+   * The port's three hooks, as the router calls them for one request (booked, first token, closed), on the
+   * measured replica's port, after {@code hookSpacing} tokens of {@link Blackhole#consumeCPU} standing in for the
+   * rest of a selection (so that deltas come at a rate a router can produce, which its publisher keeps up with: in
+   * a tight loop the hooks outrun any encoder and most deltas would be refused, which is cheaper); {@code sync=NONE}
+   * calls {@link SharedLoad#NONE}'s after the same spacing, so the difference is the hooks' cost. Run it with
+   * {@code peerRate=0} (with a peer routing on the measured router itself, its selections would offer deltas
+   * concurrently, which the router's admission lock forbids), and check that no deltas were dropped.
+   */
   @Benchmark
-  public WorkerId select(PromptCursor cursor) {
+  public long hooks(CpuClock clock) {
+    clock.ops++;
+    Blackhole.consumeCPU(hookSpacing);
+    SharedLoad port = local != null ? local : SharedLoad.NONE;
+    long[] hashes = hookHashes;
+    if (hashes == null) {
+      hashes = hookHashes = new SplittableRandom(Workload.SEED).longs(promptTokens / 16).toArray();
+    }
+    long id = hookId++;
+    port.booked(id, HOOK_WORKER, promptTokens, hashes, hashes.length, policy.equals("approximate"));
+    port.firstToken(id);
+    port.closed(id);
+    return id;
+  }
+
+  private static final WorkerId HOOK_WORKER = Workload.workers(1).get(0);
+
+  @Benchmark
+  public WorkerId select(PromptCursor cursor, CpuClock clock) {
+    clock.ops++;
     int[] prompt = prompts[cursor.next(prompts.length - 1)];
     try (Routing routing = router.select(prompt)) {
       routing.firstToken();

@@ -114,10 +114,10 @@ public class TokenizeBenchmark {
         .speedup(1000).build();
     remote = OkHttpTokenizer.newBuilder().endpoint(sim.baseUri()).build();
     realNativeSim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build())
-        .kvEvents(false).speedup(1000).requestTokenizer(simNative::tokenizeRequest).start();
+        .kvEvents(false).speedup(1000).requestTokenizer(simNative::tokenizeRequest).build();
     remoteRealNative = OkHttpTokenizer.newBuilder().endpoint(realNativeSim.baseUri()).build();
     realJavaSim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("qwen3").build())
-        .kvEvents(false).speedup(1000).requestTokenizer(simJava::tokenizeRequest).start();
+        .kvEvents(false).speedup(1000).requestTokenizer(simJava::tokenizeRequest).build();
     remoteRealJava = OkHttpTokenizer.newBuilder().endpoint(realJavaSim.baseUri()).build();
     if (!java.util.Arrays.equals(remoteRealNative.tokenizeRequest(chat), uncached.tokenizeRequest(chat))
         || !java.util.Arrays.equals(remoteRealJava.tokenizeRequest(chat), uncachedNative.tokenizeRequest(chat))) {

@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.internal.Checks;
 import io.kvroute.openai.internal.Json;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -66,12 +67,8 @@ public final class MooncakeTrace implements Workload {
    */
   public static MooncakeTrace load(Path file, int blockTokens, int maxRequests) throws IOException {
     Objects.requireNonNull(file, "file");
-    if (blockTokens <= 0) {
-      throw new IllegalArgumentException("blockTokens must be positive but was " + blockTokens);
-    }
-    if (maxRequests <= 0) {
-      throw new IllegalArgumentException("maxRequests must be positive but was " + maxRequests);
-    }
+    Checks.positive("blockTokens", blockTokens);
+    Checks.positive("maxRequests", maxRequests);
     List<long[]> ids = new ArrayList<>();
     List<long[]> meta = new ArrayList<>();
     try (BufferedReader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {

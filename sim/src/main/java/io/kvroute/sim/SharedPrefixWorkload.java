@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.internal.Checks;
 import java.util.SplittableRandom;
 
 /**
@@ -182,9 +183,7 @@ public final class SharedPrefixWorkload implements Workload {
   }
 
   private static void requireIndex(int index) {
-    if (index < 0) {
-      throw new IllegalArgumentException("index must not be negative but was " + index);
-    }
+    Checks.notNegative("index", index);
   }
 
   @Override
@@ -213,10 +212,7 @@ public final class SharedPrefixWorkload implements Workload {
      * @throws IllegalArgumentException if negative or not finite
      */
     public Builder zipfExponent(double exponent) {
-      if (!(exponent >= 0) || Double.isInfinite(exponent)) {
-        throw new IllegalArgumentException("zipfExponent must be finite and >= 0 but was " + exponent);
-      }
-      this.zipfExponent = exponent;
+      this.zipfExponent = Checks.finiteNotNegative("zipfExponent", exponent);
       return this;
     }
 
@@ -226,7 +222,7 @@ public final class SharedPrefixWorkload implements Workload {
      * @throws IllegalArgumentException if {@code prefixKinds} is not positive
      */
     public Builder prefixKinds(int prefixKinds) {
-      this.prefixKinds = positive(prefixKinds, "prefixKinds");
+      this.prefixKinds = Checks.positive("prefixKinds", prefixKinds);
       return this;
     }
 
@@ -237,10 +233,7 @@ public final class SharedPrefixWorkload implements Workload {
      * @throws IllegalArgumentException if {@code prefixTokens} is negative
      */
     public Builder prefixTokens(int prefixTokens) {
-      if (prefixTokens < 0) {
-        throw new IllegalArgumentException("prefixTokens must not be negative but was " + prefixTokens);
-      }
-      this.prefixTokens = prefixTokens;
+      this.prefixTokens = Checks.notNegative("prefixTokens", prefixTokens);
       return this;
     }
 
@@ -250,7 +243,7 @@ public final class SharedPrefixWorkload implements Workload {
      * @throws IllegalArgumentException if {@code tailTokens} is not positive
      */
     public Builder tailTokens(int tailTokens) {
-      this.tailTokens = positive(tailTokens, "tailTokens");
+      this.tailTokens = Checks.positive("tailTokens", tailTokens);
       return this;
     }
 
@@ -261,7 +254,7 @@ public final class SharedPrefixWorkload implements Workload {
      * @throws IllegalArgumentException if {@code outputTokens} is not positive
      */
     public Builder outputTokens(int outputTokens) {
-      this.outputTokens = positive(outputTokens, "outputTokens");
+      this.outputTokens = Checks.positive("outputTokens", outputTokens);
       return this;
     }
 
@@ -293,13 +286,6 @@ public final class SharedPrefixWorkload implements Workload {
      */
     public SharedPrefixWorkload build() {
       return new SharedPrefixWorkload(this);
-    }
-
-    private static int positive(int value, String name) {
-      if (value <= 0) {
-        throw new IllegalArgumentException(name + " must be positive but was " + value);
-      }
-      return value;
     }
   }
 }

@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.internal.Checks;
 import java.security.SecureRandom;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -59,17 +60,6 @@ public final class SimEngineConfig {
    */
   public static Builder newBuilder() {
     return new Builder();
-  }
-
-  /**
-   * The default engine.
-   *
-   * @return {@link #DEFAULT}
-   * @deprecated since 0.2.0, use {@link #DEFAULT}, as kvroute's other configurations
-   */
-  @Deprecated(since = "0.2.0", forRemoval = true)
-  public static SimEngineConfig ofDefaults() {
-    return DEFAULT;
   }
 
   /**
@@ -221,7 +211,7 @@ public final class SimEngineConfig {
      * @throws IllegalArgumentException if {@code blockSize} is not positive
      */
     public Builder blockSize(int blockSize) {
-      this.blockSize = positive(blockSize, "blockSize");
+      this.blockSize = Checks.positive("blockSize", blockSize);
       return this;
     }
 
@@ -231,7 +221,7 @@ public final class SimEngineConfig {
      * @throws IllegalArgumentException if {@code numBlocks} is not positive
      */
     public Builder numBlocks(int numBlocks) {
-      this.numBlocks = positive(numBlocks, "numBlocks");
+      this.numBlocks = Checks.positive("numBlocks", numBlocks);
       return this;
     }
 
@@ -242,7 +232,7 @@ public final class SimEngineConfig {
      * @throws IllegalArgumentException if {@code maxNumBatchedTokens} is not positive
      */
     public Builder maxNumBatchedTokens(int maxNumBatchedTokens) {
-      this.maxNumBatchedTokens = positive(maxNumBatchedTokens, "maxNumBatchedTokens");
+      this.maxNumBatchedTokens = Checks.positive("maxNumBatchedTokens", maxNumBatchedTokens);
       return this;
     }
 
@@ -253,7 +243,7 @@ public final class SimEngineConfig {
      * @throws IllegalArgumentException if {@code maxNumSeqs} is not positive
      */
     public Builder maxNumSeqs(int maxNumSeqs) {
-      this.maxNumSeqs = positive(maxNumSeqs, "maxNumSeqs");
+      this.maxNumSeqs = Checks.positive("maxNumSeqs", maxNumSeqs);
       return this;
     }
 
@@ -265,7 +255,7 @@ public final class SimEngineConfig {
      * @throws IllegalArgumentException if {@code maxModelLen} is not positive
      */
     public Builder maxModelLen(int maxModelLen) {
-      this.maxModelLen = positive(maxModelLen, "maxModelLen");
+      this.maxModelLen = Checks.positive("maxModelLen", maxModelLen);
       return this;
     }
 
@@ -276,7 +266,7 @@ public final class SimEngineConfig {
      * @throws IllegalArgumentException if {@code defaultMaxTokens} is not positive
      */
     public Builder defaultMaxTokens(int defaultMaxTokens) {
-      this.defaultMaxTokens = positive(defaultMaxTokens, "defaultMaxTokens");
+      this.defaultMaxTokens = Checks.positive("defaultMaxTokens", defaultMaxTokens);
       return this;
     }
 
@@ -309,11 +299,7 @@ public final class SimEngineConfig {
      * @throws IllegalArgumentException if {@code modelName} is blank
      */
     public Builder modelName(String modelName) {
-      Objects.requireNonNull(modelName, "modelName");
-      if (modelName.isBlank()) {
-        throw new IllegalArgumentException("modelName must not be blank");
-      }
-      this.modelName = modelName;
+      this.modelName = Checks.notBlank("modelName", modelName);
       return this;
     }
 
@@ -359,13 +345,6 @@ public final class SimEngineConfig {
             + ") must be at least maxModelLen (" + modelLen + ")");
       }
       return new SimEngineConfig(this);
-    }
-
-    private static int positive(int value, String name) {
-      if (value <= 0) {
-        throw new IllegalArgumentException(name + " must be positive but was " + value);
-      }
-      return value;
     }
   }
 }

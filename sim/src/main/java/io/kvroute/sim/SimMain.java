@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.internal.Checks;
 import java.io.IOException;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
@@ -191,9 +192,6 @@ public final class SimMain {
   }
 
   private static int port(int port, String option) {
-    if (port < 0 || port > 65_535) {
-      throw new IllegalArgumentException(option + " must be in [0, 65535] but was " + port);
-    }
-    return port;
+    return Checks.inRange(option, port, 0, 65_535);
   }
 }

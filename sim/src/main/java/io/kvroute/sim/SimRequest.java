@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.internal.Checks;
 import java.util.Objects;
 
 /**
@@ -22,8 +23,6 @@ public record SimRequest(int[] promptTokens, int maxTokens, int prefixGroup) {
     if (promptTokens.length == 0) {
       throw new IllegalArgumentException("promptTokens must not be empty");
     }
-    if (maxTokens <= 0) {
-      throw new IllegalArgumentException("maxTokens must be positive but was " + maxTokens);
-    }
+    Checks.positive("maxTokens", maxTokens);
   }
 }

@@ -6,6 +6,7 @@ import com.sun.net.httpserver.HttpServer;
 import io.kvroute.KvEvent;
 import io.kvroute.events.zmq.KvEventPublisher;
 import io.kvroute.events.zmq.WireFormat;
+import io.kvroute.internal.Checks;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -381,10 +382,7 @@ public final class SimServer implements AutoCloseable {
      * @throws IllegalArgumentException if {@code port} is outside [0, 65535]; 0 (default) picks a free port
      */
     public Builder port(int port) {
-      if (port < 0 || port > 65_535) {
-        throw new IllegalArgumentException("port must be in [0, 65535] but was " + port);
-      }
-      this.port = port;
+      this.port = Checks.inRange("port", port, 0, 65_535);
       return this;
     }
 
@@ -396,10 +394,7 @@ public final class SimServer implements AutoCloseable {
      * @throws IllegalArgumentException if not a positive finite number
      */
     public Builder speedup(double speedup) {
-      if (!(speedup > 0) || Double.isInfinite(speedup)) {
-        throw new IllegalArgumentException("speedup must be a positive finite number but was " + speedup);
-      }
-      this.speedup = speedup;
+      this.speedup = Checks.finitePositive("speedup", speedup);
       return this;
     }
 
@@ -454,10 +449,7 @@ public final class SimServer implements AutoCloseable {
      * @return this builder
      */
     public Builder dataParallelRank(int rank) {
-      if (rank < 0) {
-        throw new IllegalArgumentException("dataParallelRank must not be negative but was " + rank);
-      }
-      this.dataParallelRank = rank;
+      this.dataParallelRank = Checks.notNegative("dataParallelRank", rank);
       return this;
     }
 
@@ -520,18 +512,6 @@ public final class SimServer implements AutoCloseable {
       SimServer server = new SimServer(this);
       server.startThreads();
       return server;
-    }
-
-    /**
-     * Binds the sockets and starts the server, as {@link #build}.
-     *
-     * @return the running server
-     * @throws IOException if the HTTP port cannot be bound
-     * @deprecated since 0.2.0, use {@link #build}, as every other builder in kvroute
-     */
-    @Deprecated(since = "0.2.0", forRemoval = true)
-    public SimServer start() throws IOException {
-      return build();
     }
   }
 }

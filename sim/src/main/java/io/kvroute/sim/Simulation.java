@@ -8,6 +8,7 @@ import io.kvroute.Routing;
 import io.kvroute.Ticker;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -351,9 +352,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if {@code worker} is negative
      */
     public Builder workerEngine(int worker, SimEngineConfig config) {
-      if (worker < 0) {
-        throw new IllegalArgumentException("worker must not be negative but was " + worker);
-      }
+      Checks.notNegative("worker", worker);
       workerEngines.put(worker, Objects.requireNonNull(config, "config"));
       return this;
     }
@@ -369,9 +368,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if {@code worker} is negative or {@code until} is not after {@code from}
      */
     public Builder outage(int worker, Duration from, Duration until) {
-      if (worker < 0) {
-        throw new IllegalArgumentException("worker must not be negative but was " + worker);
-      }
+      Checks.notNegative("worker", worker);
       if (from.isNegative() || until.compareTo(from) <= 0) {
         throw new IllegalArgumentException("outage must satisfy 0 <= from < until but was " + from + ".." + until);
       }
@@ -389,7 +386,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if not positive
      */
     public Builder replicas(int replicas) {
-      this.replicas = positive(replicas, "replicas");
+      this.replicas = Checks.positive("replicas", replicas);
       return this;
     }
 
@@ -403,11 +400,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if {@code interval} is not positive
      */
     public Builder periodic(Duration interval, Runnable task) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative() || interval.isZero()) {
-        throw new IllegalArgumentException("periodic interval must be positive but was " + interval);
-      }
-      this.periodicInterval = interval;
+      this.periodicInterval = Checks.positive("periodic interval", interval);
       this.periodicTask = Objects.requireNonNull(task, "task");
       return this;
     }
@@ -425,11 +418,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if {@code max} is negative
      */
     public Builder clientJitter(Duration max, long seed) {
-      Objects.requireNonNull(max, "max");
-      if (max.isNegative()) {
-        throw new IllegalArgumentException("clientJitter must not be negative but was " + max);
-      }
-      this.clientJitter = max;
+      this.clientJitter = Checks.notNegative("clientJitter", max);
       this.clientJitterSeed = seed;
       return this;
     }
@@ -444,11 +433,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if negative
      */
     public Builder loadReportInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative()) {
-        throw new IllegalArgumentException("loadReportInterval must not be negative but was " + interval);
-      }
-      this.loadReportInterval = interval;
+      this.loadReportInterval = Checks.notNegative("loadReportInterval", interval);
       return this;
     }
 
@@ -481,7 +466,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if {@code workers} is not positive
      */
     public Builder workers(int workers) {
-      this.workers = positive(workers, "workers");
+      this.workers = Checks.positive("workers", workers);
       return this;
     }
 
@@ -493,7 +478,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if {@code concurrency} is not positive
      */
     public Builder concurrency(int concurrency) {
-      this.concurrency = positive(concurrency, "concurrency");
+      this.concurrency = Checks.positive("concurrency", concurrency);
       return this;
     }
 
@@ -505,7 +490,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if {@code requests} is not positive
      */
     public Builder requests(int requests) {
-      this.requests = positive(requests, "requests");
+      this.requests = Checks.positive("requests", requests);
       return this;
     }
 
@@ -541,11 +526,7 @@ public final class Simulation {
      * @throws IllegalArgumentException if negative
      */
     public Builder eventDelay(Duration eventDelay) {
-      Objects.requireNonNull(eventDelay, "eventDelay");
-      if (eventDelay.isNegative()) {
-        throw new IllegalArgumentException("eventDelay must not be negative but was " + eventDelay);
-      }
-      this.eventDelay = eventDelay;
+      this.eventDelay = Checks.notNegative("eventDelay", eventDelay);
       return this;
     }
 
@@ -571,13 +552,6 @@ public final class Simulation {
         }
       }
       return new Simulation(this);
-    }
-
-    private static int positive(int value, String name) {
-      if (value <= 0) {
-        throw new IllegalArgumentException(name + " must be positive but was " + value);
-      }
-      return value;
     }
   }
 }

@@ -1,5 +1,6 @@
 package io.kvroute.sim;
 
+import io.kvroute.internal.Checks;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -255,9 +256,7 @@ public final class SimulationResult {
   }
 
   private static double quantile(long[] sorted, double q) {
-    if (!(q >= 0 && q <= 1)) {
-      throw new IllegalArgumentException("quantile must be in [0, 1] but was " + q);
-    }
+    Checks.unitInterval("quantile", q);
     if (sorted.length == 0) {
       return 0;
     }

@@ -1,5 +1,7 @@
 package io.kvroute.sim;
 
+import io.kvroute.internal.Checks;
+
 /**
  * How long one engine step takes, in model milliseconds; an immutable value, thread-safe.
  *
@@ -48,11 +50,11 @@ public record TimingModel(
    * @throws IllegalArgumentException if a coefficient is negative or not finite
    */
   public TimingModel {
-    check(stepOverheadMillis, "stepOverheadMillis");
-    check(prefillMillisPerToken, "prefillMillisPerToken");
-    check(prefillMillisPerTokenSquared, "prefillMillisPerTokenSquared");
-    check(decodeMillisPerSequence, "decodeMillisPerSequence");
-    check(decodeMillisPerKvToken, "decodeMillisPerKvToken");
+    Checks.finiteNotNegative("stepOverheadMillis", stepOverheadMillis);
+    Checks.finiteNotNegative("prefillMillisPerToken", prefillMillisPerToken);
+    Checks.finiteNotNegative("prefillMillisPerTokenSquared", prefillMillisPerTokenSquared);
+    Checks.finiteNotNegative("decodeMillisPerSequence", decodeMillisPerSequence);
+    Checks.finiteNotNegative("decodeMillisPerKvToken", decodeMillisPerKvToken);
   }
 
   /**
@@ -62,9 +64,7 @@ public record TimingModel(
    * @return a new model with every coefficient multiplied by {@code factor}
    */
   public TimingModel slowerBy(double factor) {
-    if (!(factor > 0) || Double.isInfinite(factor)) {
-      throw new IllegalArgumentException("factor must be finite and > 0 but was " + factor);
-    }
+    Checks.finitePositive("factor", factor);
     return new TimingModel(stepOverheadMillis * factor, prefillMillisPerToken * factor,
         prefillMillisPerTokenSquared * factor, decodeMillisPerSequence * factor, decodeMillisPerKvToken * factor);
   }
@@ -86,11 +86,5 @@ public record TimingModel(
         + prefillMillisPerToken * p + prefillMillisPerTokenSquared * p * p
         + decodeMillisPerSequence * decodeSequences + decodeMillisPerKvToken * decodeKvTokens;
     return Math.round(ms * 1_000_000.0);
-  }
-
-  private static void check(double value, String name) {
-    if (!(value >= 0) || Double.isInfinite(value)) {
-      throw new IllegalArgumentException(name + " must be a finite non-negative number but was " + value);
-    }
   }
 }

@@ -162,7 +162,7 @@ class SimServerTest {
       return ids;
     };
     try (SimServer own = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
-        .kvEvents(false).speedup(1000).requestTokenizer(bytes).start()) {
+        .kvEvents(false).speedup(1000).requestTokenizer(bytes).build()) {
       String prompt = "{\"prompt\":\"a b\"}";
       HttpResponse<String> r = client.send(HttpRequest.newBuilder(own.baseUri().resolve("/tokenize"))
           .timeout(TIMEOUT).POST(HttpRequest.BodyPublishers.ofString(prompt)).build(),

@@ -1,8 +1,8 @@
 package io.kvroute.testkit;
 
 import io.kvroute.Ticker;
+import io.kvroute.internal.Checks;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** A manually advanced {@link Ticker} for tests, starting at 0; thread-safe. */
@@ -25,10 +25,7 @@ public final class FakeTicker implements Ticker {
    * @throws IllegalArgumentException if {@code duration} is negative
    */
   public FakeTicker advance(Duration duration) {
-    Objects.requireNonNull(duration, "duration");
-    if (duration.isNegative()) {
-      throw new IllegalArgumentException("duration must not be negative but was " + duration);
-    }
+    Checks.notNegative("duration", duration);
     nanos.addAndGet(duration.toNanos());
     return this;
   }
@@ -41,9 +38,7 @@ public final class FakeTicker implements Ticker {
    * @throws IllegalArgumentException if {@code nanoseconds} is negative
    */
   public FakeTicker advanceNanos(long nanoseconds) {
-    if (nanoseconds < 0) {
-      throw new IllegalArgumentException("nanoseconds must not be negative but was " + nanoseconds);
-    }
+    Checks.notNegative("nanoseconds", nanoseconds);
     nanos.addAndGet(nanoseconds);
     return this;
   }

@@ -2,6 +2,7 @@ package io.kvroute.tokenizers;
 
 import static java.lang.System.Logger.Level.INFO;
 
+import io.kvroute.internal.Checks;
 import io.kvroute.openai.ChatMessage;
 import io.kvroute.transport.okhttp.Tokenizer;
 import java.io.IOException;
@@ -440,10 +441,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
      * @throws IllegalArgumentException if negative
      */
     public Builder prefixCacheBytes(long prefixCacheBytes) {
-      if (prefixCacheBytes < 0) {
-        throw new IllegalArgumentException("prefixCacheBytes must not be negative but was " + prefixCacheBytes);
-      }
-      this.prefixCacheBytes = prefixCacheBytes;
+      this.prefixCacheBytes = Checks.notNegative("prefixCacheBytes", prefixCacheBytes);
       return this;
     }
 

@@ -10,9 +10,9 @@ import java.util.List;
 class PublicApiTest extends AbstractPublicApiTest {
   PublicApiTest() {
     super("kvroute-tokenizers",
-        List.of("java.", "io.kvroute.transport.okhttp.", "io.kvroute.openai.ChatMessage", "ai.djl.huggingface.",
-            "com.hubspot.jinjava.", "jinjava.javax.el.", "com.fasterxml.jackson.", "it.unimi.dsi.fastutil.",
-            "org.jspecify.annotations."),
+        List.of("java.", "io.kvroute.transport.okhttp.", "io.kvroute.openai.ChatMessage", "io.kvroute.internal.Checks",
+            "ai.djl.huggingface.", "com.hubspot.jinjava.", "jinjava.javax.el.", "com.fasterxml.jackson.",
+            "it.unimi.dsi.fastutil.", "org.jspecify.annotations."),
         List.of(),
         "tokenizers uses transport-okhttp's port (and its ChatMessage), DJL, Jinjava, Jackson and fastutil only");
   }

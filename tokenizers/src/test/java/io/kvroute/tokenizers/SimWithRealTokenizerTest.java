@@ -58,7 +58,7 @@ class SimWithRealTokenizerTest {
         if (realTokenizerInSim) {
           b.requestTokenizer(qwen::tokenizeRequest);
         }
-        SimServer sim = b.start();
+        SimServer sim = b.build();
         sims.add(sim);
         WorkerId id = WorkerId.of("sim-" + w);
         router.addWorker(Worker.newBuilder(id).endpoint(Worker.HTTP, sim.baseUri()).model(MODEL).build());

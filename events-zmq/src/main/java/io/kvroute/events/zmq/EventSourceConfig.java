@@ -1,6 +1,7 @@
 package io.kvroute.events.zmq;
 
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -60,10 +61,7 @@ public record EventSourceConfig(
       Endpoints.checkConnectable(replayEndpoint, "replayEndpoint");
     }
     Objects.requireNonNull(topic, "topic");
-    if (dataParallelRanks < 1 || dataParallelRanks > MAX_DATA_PARALLEL_RANKS) {
-      throw new IllegalArgumentException("dataParallelRanks must be in [1, " + MAX_DATA_PARALLEL_RANKS + "] but was "
-          + dataParallelRanks);
-    }
+    Checks.inRange("dataParallelRanks", dataParallelRanks, 1, MAX_DATA_PARALLEL_RANKS);
     if (dataParallelRanks > 1) {
       Endpoints.offset(endpoint, dataParallelRanks - 1); // fails early on endpoints that cannot be offset
       if (replayEndpoint != null) {

@@ -170,7 +170,7 @@ final class EventStream implements StreamCursor.Output {
   StreamHealth health() {
     long age = cursor.lastBatchAgeNanos();
     StreamCursor.Phase phase = cursor.phase();
-    return new StreamHealth(id, state(), cursor.connected(), age < 0 ? null : Duration.ofNanos(age),
+    return StreamHealth.of(id, state(), cursor.connected(), age < 0 ? null : Duration.ofNanos(age),
         cursor.lastSeq(), phase == StreamCursor.Phase.REPLAYING, phase == StreamCursor.Phase.COOLING,
         cursor.stale(), cursor.purges);
   }

@@ -767,7 +767,10 @@ public final class KvEventCodec {
       int[] out = into == null ? new int[n] : null;
       for (int i = 0; i < n; i++) {
         int token;
-        if (r.peekType() == MsgpackReader.ARRAY) { // EAGLE bigram [token, next token]
+        long plain = r.readUint32OrMinusOne(); // the common case, every id in [0, 2^32) (stored as its low 32 bits)
+        if (plain >= 0) {
+          token = (int) plain;
+        } else if (r.peekType() == MsgpackReader.ARRAY) { // EAGLE bigram [token, next token]
           int pair = r.readArrayHeader();
           if (pair == 0) {
             throw MsgpackReader.error("an empty bigram token");

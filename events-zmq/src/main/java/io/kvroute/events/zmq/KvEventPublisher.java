@@ -4,6 +4,7 @@ import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.WARNING;
 
 import io.kvroute.KvEvent;
+import io.kvroute.internal.Checks;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -201,9 +202,7 @@ public final class KvEventPublisher implements AutoCloseable {
    * @throws IllegalArgumentException if {@code batches} is negative
    */
   public void dropNext(int batches) {
-    if (batches < 0) {
-      throw new IllegalArgumentException("batches must not be negative but was " + batches);
-    }
+    Checks.notNegative("batches", batches);
     synchronized (lock) {
       dropNext = batches;
     }
@@ -491,10 +490,7 @@ public final class KvEventPublisher implements AutoCloseable {
      * @throws IllegalArgumentException if {@code rank} is negative or above 65535
      */
     public Builder dataParallelRank(int rank) {
-      if (rank < 0 || rank > KvEventCodec.MAX_DATA_PARALLEL_RANK) {
-        throw new IllegalArgumentException("dataParallelRank must be in [0, 65535] but was " + rank);
-      }
-      this.dataParallelRank = rank;
+      this.dataParallelRank = Checks.inRange("dataParallelRank", rank, 0, KvEventCodec.MAX_DATA_PARALLEL_RANK);
       return this;
     }
 
@@ -506,10 +502,7 @@ public final class KvEventPublisher implements AutoCloseable {
      * @throws IllegalArgumentException if {@code steps} is negative
      */
     public Builder bufferSteps(int steps) {
-      if (steps < 0) {
-        throw new IllegalArgumentException("bufferSteps must not be negative but was " + steps);
-      }
-      this.bufferSteps = steps;
+      this.bufferSteps = Checks.notNegative("bufferSteps", steps);
       return this;
     }
 
@@ -521,10 +514,7 @@ public final class KvEventPublisher implements AutoCloseable {
      * @throws IllegalArgumentException if {@code messages} is negative
      */
     public Builder highWaterMark(int messages) {
-      if (messages < 0) {
-        throw new IllegalArgumentException("highWaterMark must not be negative but was " + messages);
-      }
-      this.highWaterMark = messages;
+      this.highWaterMark = Checks.notNegative("highWaterMark", messages);
       return this;
     }
 

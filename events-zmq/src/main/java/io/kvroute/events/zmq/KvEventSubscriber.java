@@ -11,6 +11,7 @@ import io.kvroute.Ticker;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
+import io.kvroute.internal.Checks;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -623,7 +624,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder silentAfter(Duration after) {
-      this.silentAfter = positive(after, "silentAfter");
+      this.silentAfter = Checks.positive("silentAfter", after);
       return this;
     }
 
@@ -661,7 +662,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if the timeout is not positive
      */
     public Builder replayTimeout(Duration timeout) {
-      this.replayTimeout = positive(timeout, "replayTimeout");
+      this.replayTimeout = Checks.positive("replayTimeout", timeout);
       return this;
     }
 
@@ -674,11 +675,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if the cooldown is negative
      */
     public Builder replayCooldown(Duration cooldown) {
-      Objects.requireNonNull(cooldown, "cooldown");
-      if (cooldown.isNegative()) {
-        throw new IllegalArgumentException("replayCooldown must not be negative but was " + cooldown);
-      }
-      this.replayCooldown = cooldown;
+      this.replayCooldown = Checks.notNegative("replayCooldown", cooldown);
       return this;
     }
 
@@ -691,10 +688,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if {@code batches} is not positive
      */
     public Builder maxBufferedBatches(int batches) {
-      if (batches <= 0) {
-        throw new IllegalArgumentException("maxBufferedBatches must be positive but was " + batches);
-      }
-      this.maxBufferedBatches = batches;
+      this.maxBufferedBatches = Checks.positive("maxBufferedBatches", batches);
       return this;
     }
 
@@ -706,10 +700,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if {@code bytes} is not positive
      */
     public Builder maxBufferedBytes(long bytes) {
-      if (bytes <= 0) {
-        throw new IllegalArgumentException("maxBufferedBytes must be positive but was " + bytes);
-      }
-      this.maxBufferedBytes = bytes;
+      this.maxBufferedBytes = Checks.positive("maxBufferedBytes", bytes);
       return this;
     }
 
@@ -723,10 +714,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if {@code bytes} is not positive
      */
     public Builder maxMessageSize(long bytes) {
-      if (bytes <= 0) {
-        throw new IllegalArgumentException("maxMessageSize must be positive but was " + bytes);
-      }
-      this.maxMessageSize = bytes;
+      this.maxMessageSize = Checks.positive("maxMessageSize", bytes);
       return this;
     }
 
@@ -740,11 +728,8 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if the timeout is not between 1 ms and 1 hour
      */
     public Builder handshakeTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "timeout");
-      if (timeout.toMillis() < 1 || timeout.toMillis() > 3_600_000) {
-        throw new IllegalArgumentException("handshakeTimeout must be between 1 ms and 1 hour but was " + timeout);
-      }
-      this.handshakeTimeout = timeout;
+      this.handshakeTimeout = Checks.inRange("handshakeTimeout", timeout, Duration.ofMillis(1),
+          Duration.ofHours(1));
       return this;
     }
 
@@ -757,7 +742,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder staleAfter(Duration after) {
-      this.staleAfter = positive(after, "staleAfter");
+      this.staleAfter = Checks.positive("staleAfter", after);
       return this;
     }
 
@@ -770,7 +755,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder purgeAfter(Duration after) {
-      this.purgeAfter = positive(after, "purgeAfter");
+      this.purgeAfter = Checks.positive("purgeAfter", after);
       return this;
     }
 
@@ -783,11 +768,7 @@ public final class KvEventSubscriber implements AutoCloseable {
      * @throws IllegalArgumentException if negative
      */
     public Builder unacceptedHold(Duration hold) {
-      Objects.requireNonNull(hold, "hold");
-      if (hold.isNegative()) {
-        throw new IllegalArgumentException("unacceptedHold must not be negative but was " + hold);
-      }
-      this.unacceptedHold = hold;
+      this.unacceptedHold = Checks.notNegative("unacceptedHold", hold);
       return this;
     }
 
@@ -861,14 +842,6 @@ public final class KvEventSubscriber implements AutoCloseable {
         subscriber.follow(registry);
       }
       return subscriber;
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive but was " + d);
-      }
-      return d;
     }
   }
 }

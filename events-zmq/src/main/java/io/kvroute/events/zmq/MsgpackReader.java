@@ -207,6 +207,48 @@ final class MsgpackReader {
   }
 
   /** Reads an integer that must lie in {@code [min, max]}. */
+  /**
+   * The next value if it is an unsigned integer in one of msgpack's encodings up to 32 bits (positive fixint,
+   * uint 8, 16 or 32), consumed; otherwise -1 and nothing consumed (any other value, or too few bytes left: the
+   * general {@link #readLong} then reads it, or reports it). The token ids of a stored block are almost always
+   * such values, so their loop takes this path: one bounds check and one branch per encoding.
+   */
+  long readUint32OrMinusOne() {
+    int p = pos;
+    int left = limit - p;
+    if (left <= 0) {
+      return -1;
+    }
+    byte[] b = buf;
+    int head = b[p] & 0xFF;
+    if (head <= 0x7F) {
+      pos = p + 1;
+      return head;
+    }
+    if (head == 0xCE) {
+      if (left < 5) {
+        return -1;
+      }
+      pos = p + 5;
+      return ((b[p + 1] & 0xFFL) << 24) | ((b[p + 2] & 0xFF) << 16) | ((b[p + 3] & 0xFF) << 8) | (b[p + 4] & 0xFF);
+    }
+    if (head == 0xCD) {
+      if (left < 3) {
+        return -1;
+      }
+      pos = p + 3;
+      return ((b[p + 1] & 0xFF) << 8) | (b[p + 2] & 0xFF);
+    }
+    if (head == 0xCC) {
+      if (left < 2) {
+        return -1;
+      }
+      pos = p + 2;
+      return b[p + 1] & 0xFF;
+    }
+    return -1;
+  }
+
   long readLong(long min, long max, String what) {
     int start = pos;
     long v = readLong();

@@ -37,7 +37,7 @@ final class SourceCounters {
       overflows += c.bufferOverflows;
       strays += c.strayBatches;
     }
-    return new EventSourceStats(batches.get(), events.get(), storedBlocks.get(), gaps, replays,
+    return EventSourceStats.of(batches.get(), events.get(), storedBlocks.get(), gaps, replays,
         replayedBatches.get(), failures, restarts, purges.get(), decodeErrors.get(), droppedEvents.get(),
         reconnects.get(), duplicates, holes, skipped, overflows, unacceptedBatches.get(), strays);
   }

@@ -421,19 +421,9 @@ final class StreamCursor {
       replayFirstSeq = seq;
     }
     if (seq <= replayVerifyUpTo) {
-      int i = (int) (seq & (FINGERPRINTS - 1));
-      if (fpSeq[i] == seq && fpValue[i] != FINGERPRINT.hashBytes(payload)) {
-        // A new engine. Its batches before this one went by unchecked (or not at all): fetch it from its start.
-        restart(seq, "replayed batch " + seq + " differs from the one applied");
-        replayVerifyUpTo = NONE;
-        replayFirstSeq = NONE;
-        request(0);
-        return;
+      if (verifyReplayed(seq, payload)) {
+        replayNext = seq + 1;
       }
-      if (fpSeq[i] == seq) {
-        replayVerified++;
-      }
-      replayNext = seq + 1;
       return;
     }
     if (unverified()) {
@@ -600,17 +590,8 @@ final class StreamCursor {
 
   /** The probe for the batch before a stall was answered. */
   private void probe(long seq, byte[] payload) {
-    int i = (int) (seq & (FINGERPRINTS - 1));
-    if (fpSeq[i] == seq && fpValue[i] != FINGERPRINT.hashBytes(payload)) {
-      probing = false;
-      restart(seq, "replayed batch " + seq + " differs from the one applied");
-      replayVerifyUpTo = NONE;
-      replayFirstSeq = NONE;
-      request(0);
-      return;
-    }
-    if (fpSeq[i] == seq) {
-      replayVerified++;
+    if (!verifyReplayed(seq, payload)) {
+      return; // request(0) ended the probe
     }
     probeAnswered = true; // alive; now see whether the next batch follows
     replayAnswered = true;
@@ -645,6 +626,29 @@ final class StreamCursor {
     lastBatchAt = ticker.read();
     applied++;
     out.apply(seq, payload, replayed);
+  }
+
+  /**
+   * Compares a replayed batch with the applied batch of the same number, if its fingerprint is still held: the
+   * same batch counts as verified; a different one is a new engine, whose batches before this one went by unchecked
+   * (or not at all), so it is fetched again from its start.
+   *
+   * @return false if the batch differed and the cursor restarted
+   */
+  private boolean verifyReplayed(long seq, byte[] payload) {
+    int i = (int) (seq & (FINGERPRINTS - 1));
+    if (fpSeq[i] != seq) {
+      return true;
+    }
+    if (fpValue[i] != FINGERPRINT.hashBytes(payload)) {
+      restart(seq, "replayed batch " + seq + " differs from the one applied");
+      replayVerifyUpTo = NONE;
+      replayFirstSeq = NONE;
+      request(0);
+      return false;
+    }
+    replayVerified++;
+    return true;
   }
 
   private void restart(long seq, String how) {

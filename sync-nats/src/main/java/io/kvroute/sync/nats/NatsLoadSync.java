@@ -3,6 +3,7 @@ package io.kvroute.sync.nats;
 import io.kvroute.RemoteLoad;
 import io.kvroute.SharedLoad;
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import io.nats.client.Connection;
 import io.nats.client.ConnectionListener;
 import io.nats.client.Consumer;
@@ -39,8 +40,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Shares a router's bookings and approximate-mode predictions with its peer replicas over NATS; thread-safe: the
- * router calls the {@link SharedLoad} methods under its admission lock, NATS threads deliver peers' frames, and one
- * publisher thread of its own publishes.
+ * router calls the {@link SharedLoad} methods one at a time under its admission lock (which their lock-free ring
+ * relies on: they must not be called concurrently), NATS threads deliver peers' frames, and one publisher thread of
+ * its own publishes.
  *
  * <pre>{@code
  * NatsLoadSync sync = NatsLoadSync.newBuilder().servers("nats://nats:4222").replicaName("gateway-1").build();
@@ -50,9 +52,10 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  *
  * <p>Every replica publishes on one subject. Local deltas (booked with load keys, or with all block hashes in
- * approximate mode; first token; closed) are appended to a binary frame under a short lock; the first delta after a
- * quiet period wakes this sync's publisher thread, which publishes it at once and then collects a burst's further
- * deltas for up to {@link Builder#batchDelay} per frame: a selection never touches the network. A frame with
+ * approximate mode; first token; closed) go into a preallocated ring of primitive records, with no lock and no
+ * allocation; the first delta after a quiet period wakes this sync's publisher thread, which encodes it into a
+ * binary frame and publishes it at once, then collects a burst's further deltas for up to
+ * {@link Builder#batchDelay} per frame: a selection never touches the network. A frame with
  * nothing new is still sent every {@link Builder#heartbeatInterval} as a heartbeat; a peer not heard from within
  * {@link Builder#replicaTtl} is dropped from the view with all its load. Frames carry a per-instance sequence
  * number: a peer that missed frames (a gap), a new peer and a peer that restarted are asked for a snapshot of their
@@ -100,12 +103,15 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** The default wait between reconnect attempts. */
   public static final Duration DEFAULT_RECONNECT_WAIT = Duration.ofMillis(250);
 
-  private static final int MAX_QUEUED_FRAMES = 64;
   /** After a publish the publisher polls this many batch delays before it parks until woken. */
   static final int LINGER_POLLS = 4;
-  // Writers kept for reuse (each holds up to maxFrameBytes): enough that a publisher lagging by a few frames, as on
-  // a loaded machine, does not make the selecting threads allocate new ones.
-  private static final int MAX_SPARE_WRITERS = 16;
+  /**
+   * The ring of local deltas holds this many records (about 600 KiB with their columns): a publisher that falls
+   * this far behind (at 100,000 requests a second, 50 ms) makes the hooks drop bookings (counted), never wait.
+   */
+  static final int RING_RECORDS = 1 << 14;
+  /** The ring's hashes: 2 MiB, the block hashes of 2,048 predicted bookings of 128 blocks (2,048 tokens). */
+  static final int RING_HASHES = 1 << 18;
   private static final int MAX_OPEN_BOOKINGS = 1 << 20;
   private static final long TICK_NANOS_MAX = 5_000_000L;
 
@@ -128,23 +134,39 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final int warmupMaxBytes;
   private final @Nullable Warmup warmup;
 
-  // Local state; guarded by `this`.
-  private FrameWriter writer = new FrameWriter();
-  private final ArrayDeque<FrameWriter> full = new ArrayDeque<>();
-  private final ArrayDeque<FrameWriter> spare = new ArrayDeque<>();
-  // Empty heartbeat frames; used by the publisher only, under publishLock.
-  private final FrameWriter heartbeatWriter = new FrameWriter();
-  // Sized so that it never shrinks (fastutil keeps the initial capacity), and its entries recycled: a booking costs
-  // no allocation once the working set is reached.
-  private final Long2ObjectOpenHashMap<Open> open = new Long2ObjectOpenHashMap<>(1024);
-  private final ArrayDeque<Open> freeOpens = new ArrayDeque<>();
-  private long[] keyScratch = new long[64];
+  // The selecting threads' side: the ring they offer deltas to (one at a time, under the router's admission lock),
+  // and their scratch for load keys.
+  private final DeltaRing ring = new DeltaRing(RING_RECORDS, RING_HASHES);
+  private long[] producerKeys = new long[64];
+  private static final long[] NO_HASHES = new long[0];
+  // First-token and close deltas the full ring refused (a booking refused is dropped: its peers never learn of it,
+  // which a later release cannot corrupt; a release refused would leave peers counting it); guarded by
+  // overflowLock, which the hooks take only when the ring is full, and applied after the ring's records.
+  private final Object overflowLock = new Object();
+  private long[] overflowIds = new long[64];
+  private byte[] overflowKinds = new byte[64];
+  private int overflowCount;
+  private volatile boolean overflowed;
+
+  // Snapshot and request flags; guarded by `this`.
   private boolean snapshotDue;
   private boolean requestAll;
   private final Set<String> requestTargets = new LinkedHashSet<>();
 
-  // Publishing; guarded by publishLock.
+  // Publishing: the ring's consumer, this replica's open bookings (for snapshots) and the frame being batched;
+  // guarded by publishLock.
   private final Object publishLock = new Object();
+  private final FrameWriter writer = new FrameWriter();
+  private final FrameWriter heartbeatWriter = new FrameWriter();
+  private final FrameWriter snapshotWriter = new FrameWriter();
+  // Sized so that it never shrinks (fastutil keeps the initial capacity), and its entries recycled: a booking costs
+  // no allocation once the working set is reached.
+  private final Long2ObjectOpenHashMap<Open> open = new Long2ObjectOpenHashMap<>(1024);
+  private final ArrayDeque<Open> freeOpens = new ArrayDeque<>();
+  private final long[] drainScratch = new long[RING_HASHES];
+  private long[] keyScratch = new long[64];
+  private @Nullable Connection drainConnection; // where the deltas being drained go; null: disconnected
+  private final DeltaRing.Sink localSink = this::applyLocal;
   private long seq;
   private volatile long lastSequence;
   private long lastPublishNanos;
@@ -157,8 +179,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private volatile @Nullable PeerTable peers;
   private @Nullable RemoteLoad view;
   private @Nullable Thread publisher;
-  // Whether the publisher is parked with nothing batched; written under `this`, so a hook wakes it exactly once.
-  private boolean idle;
+  // Whether the publisher is parked with nothing batched: the hook that sees it wakes it (once per quiet period).
+  private volatile boolean idle;
   private int blockSize;
   private Frame frame = new Frame();
 
@@ -255,7 +277,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
    */
   public SyncStats stats() {
     PeerTable p = peers;
-    return new SyncStats(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
+    return SyncStats.of(lastSequence, framesSent.get(), bytesSent.get(), framesReceived.get(), bytesReceived.get(),
         p == null ? 0 : p.framesRejected(), deltasDropped.get(), snapshotsSent.get(), connected,
         p == null ? java.util.Map.of() : p.peerSequences(), warmupSnapshotsWritten.get(), warmupBlocksApplied.get());
   }
@@ -333,116 +355,165 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   @Override
   public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
       boolean predicted) {
-    synchronized (this) {
-      if (open.size() >= MAX_OPEN_BOOKINGS || blocks > FrameCodec.MAX_BLOCKS) {
-        deltasDropped.incrementAndGet();
-        return;
-      }
+    boolean offered;
+    if (blocks < 0 || blocks > FrameCodec.MAX_BLOCKS) {
+      offered = false;
+    } else if (predicted) {
+      offered = blocks <= RING_HASHES
+          && ring.offer(DeltaRing.BOOK_PREDICTED, bookingId, worker, prefillTokens, blocks, hashes, blocks);
+    } else {
       int n = RemoteLoad.loadKeyCount(blocks);
-      if (keyScratch.length < n) {
-        keyScratch = new long[Math.max(n, keyScratch.length * 2)];
+      if (producerKeys.length < n) {
+        producerKeys = new long[Math.max(n, 2 * producerKeys.length)];
       }
-      RemoteLoad.loadKeys(hashes, blocks, keyScratch);
-      Open o = freeOpens.pollFirst();
-      if (o == null) {
-        o = new Open();
-      }
-      if (o.keys.length < n) {
-        o.keys = new long[Math.max(n, 2 * o.keys.length)];
-      }
-      System.arraycopy(keyScratch, 0, o.keys, 0, n);
-      o.worker = worker;
-      o.prefill = prefillTokens;
-      o.blocks = blocks;
-      o.keyCount = n;
-      Open replaced = open.put(bookingId, o);
-      if (replaced != null) {
-        recycle(replaced);
-      }
-      if (!connected) {
-        deltasDropped.incrementAndGet();
-        return;
-      }
-      if (predicted) {
-        writer.bookPredicted(bookingId, worker, prefillTokens, hashes, blocks);
-      } else {
-        writer.book(bookingId, worker, prefillTokens, blocks, keyScratch, n);
-      }
-      afterAppend();
+      RemoteLoad.loadKeys(hashes, blocks, producerKeys);
+      offered = ring.offer(DeltaRing.BOOK, bookingId, worker, prefillTokens, blocks, producerKeys, n);
+    }
+    if (offered) {
+      wake();
+    } else {
+      deltasDropped.incrementAndGet();
     }
   }
 
   @Override
   public void firstToken(long bookingId) {
-    synchronized (this) {
-      Open o = open.get(bookingId);
-      if (o == null || o.prefill == 0) {
-        return;
-      }
-      o.prefill = 0;
-      if (!connected) {
-        deltasDropped.incrementAndGet();
-        return;
-      }
-      writer.firstToken(bookingId);
-      afterAppend();
-    }
+    release(DeltaRing.FIRST_TOKEN, bookingId);
   }
 
   @Override
   public void closed(long bookingId) {
-    synchronized (this) {
-      Open o = open.remove(bookingId);
-      if (o == null) {
-        return;
+    release(DeltaRing.CLOSE, bookingId);
+  }
+
+  private void release(byte kind, long bookingId) {
+    if (!ring.offer(kind, bookingId, null, 0, 0, NO_HASHES, 0)) {
+      synchronized (overflowLock) {
+        if (overflowCount == overflowIds.length) {
+          overflowIds = Arrays.copyOf(overflowIds, 2 * overflowCount);
+          overflowKinds = Arrays.copyOf(overflowKinds, 2 * overflowCount);
+        }
+        overflowIds[overflowCount] = bookingId;
+        overflowKinds[overflowCount++] = kind;
+        overflowed = true;
       }
-      recycle(o);
-      if (!connected) {
-        deltasDropped.incrementAndGet();
-        return;
-      }
-      writer.close(bookingId);
-      afterAppend();
     }
+    wake();
   }
 
-  /**
-   * Under `this`: a writer for the selecting threads, from the pool when it has one. The pool is last in, first out,
-   * so the few writers in use are the ones already grown to a busy frame's size, and appending never grows a buffer
-   * once warm.
-   */
-  private FrameWriter takeSpare() {
-    FrameWriter next = spare.pollFirst();
-    return next != null ? next : new FrameWriter();
-  }
-
-  /** Under `this`. */
-  private void recycle(Open o) {
-    o.worker = null;
-    if (freeOpens.size() < 4096) {
-      freeOpens.addFirst(o);
-    }
-  }
-
-  /**
-   * Under `this`, after a delta was batched: wakes an idle publisher (one unpark per batch, not per delta), and moves
-   * a full frame to the send queue; an overflowing queue is replaced by a snapshot.
-   */
-  private void afterAppend() {
+  /** After a delta was offered: wakes an idle publisher (one unpark per quiet period, not per delta). */
+  private void wake() {
     if (idle && !manualFlush) {
       idle = false;
       LockSupport.unpark(publisher);
     }
-    if (writer.pendingBytes() < maxFrameBytes) {
-      return;
+  }
+
+  /**
+   * Under publishLock: takes every delta the hooks offered so far into this replica's open bookings and, while
+   * connected ({@code c} not null), into the frame being batched, publishing it whenever it reaches
+   * {@code maxFrameBytes}.
+   */
+  private void drainLocal(@Nullable Connection c) {
+    drainConnection = c;
+    try {
+      ring.drain(localSink, drainScratch);
+      if (overflowed) {
+        synchronized (overflowLock) {
+          // The ring again first: whatever the hooks offered before a refused release is published by now.
+          ring.drain(localSink, drainScratch);
+          for (int i = 0; i < overflowCount; i++) {
+            applyLocal(overflowKinds[i], overflowIds[i], null, 0, 0, NO_HASHES, 0);
+          }
+          overflowCount = 0;
+          overflowed = false;
+        }
+      }
+    } finally {
+      drainConnection = null;
     }
-    full.addLast(writer);
-    writer = takeSpare();
-    if (full.size() > MAX_QUEUED_FRAMES) {
-      deltasDropped.addAndGet(full.stream().mapToLong(FrameWriter::records).sum());
-      full.forEach(FrameWriter::reset);
-      full.clear();
-      snapshotDue = true;
+  }
+
+  /** Under publishLock: one local delta. */
+  private void applyLocal(byte kind, long id, @Nullable WorkerId worker, long prefill, int blocks, long[] hashes,
+      int count) {
+    switch (kind) {
+      case DeltaRing.BOOK, DeltaRing.BOOK_PREDICTED -> {
+        if (open.size() >= MAX_OPEN_BOOKINGS || worker == null) {
+          deltasDropped.incrementAndGet();
+          return;
+        }
+        long[] keys = hashes;
+        int n = count;
+        if (kind == DeltaRing.BOOK_PREDICTED) {
+          n = RemoteLoad.loadKeyCount(blocks);
+          if (keyScratch.length < n) {
+            keyScratch = new long[Math.max(n, keyScratch.length * 2)];
+          }
+          RemoteLoad.loadKeys(hashes, blocks, keyScratch);
+          keys = keyScratch;
+        }
+        Open o = freeOpens.pollFirst();
+        if (o == null) {
+          o = new Open();
+        }
+        if (o.keys.length < n) {
+          o.keys = new long[Math.max(n, 2 * o.keys.length)];
+        }
+        System.arraycopy(keys, 0, o.keys, 0, n);
+        o.worker = worker;
+        o.prefill = prefill;
+        o.blocks = blocks;
+        o.keyCount = n;
+        Open replaced = open.put(id, o);
+        if (replaced != null) {
+          recycle(replaced);
+        }
+        if (drainConnection == null) {
+          deltasDropped.incrementAndGet();
+        } else if (kind == DeltaRing.BOOK_PREDICTED) {
+          writer.bookPredicted(id, worker, prefill, hashes, count);
+        } else {
+          writer.book(id, worker, prefill, blocks, keys, n);
+        }
+      }
+      case DeltaRing.FIRST_TOKEN -> {
+        Open o = open.get(id);
+        if (o == null || o.prefill == 0) {
+          return;
+        }
+        o.prefill = 0;
+        if (drainConnection == null) {
+          deltasDropped.incrementAndGet();
+        } else {
+          writer.firstToken(id);
+        }
+      }
+      case DeltaRing.CLOSE -> {
+        Open o = open.remove(id);
+        if (o == null) {
+          return;
+        }
+        recycle(o);
+        if (drainConnection == null) {
+          deltasDropped.incrementAndGet();
+        } else {
+          writer.close(id);
+        }
+      }
+      default -> throw new IllegalStateException("unknown delta kind " + kind);
+    }
+    Connection c = drainConnection;
+    if (c != null && writer.pendingBytes() >= maxFrameBytes) {
+      publish(c, writer.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
+    }
+  }
+
+  /** Under publishLock. */
+  private void recycle(Open o) {
+    o.worker = null;
+    if (freeOpens.size() < 4096) {
+      freeOpens.addFirst(o);
     }
   }
 
@@ -467,18 +538,19 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     int polls = 0;
     while (!closed) {
       try {
-        boolean batched;
-        synchronized (this) {
-          batched = hasBatch();
-          idle = !batched && polls == 0;
-        }
+        boolean batched = hasBatch();
         if (!batched) {
-          // Lingering after a publish, the hooks do not wake it: it polls. Idle, a hook's first delta wakes it.
-          LockSupport.parkNanos(polls > 0 ? batchNanos : tick);
-          synchronized (this) {
-            idle = false;
+          if (polls == 0) {
+            // Idle: a hook's first delta wakes it. Set, then checked again (a hook offers, then reads the flag).
+            idle = true;
             batched = hasBatch();
           }
+          if (!batched) {
+            // Lingering after a publish, the hooks do not wake it: it polls.
+            LockSupport.parkNanos(polls > 0 ? batchNanos : tick);
+            batched = hasBatch();
+          }
+          idle = false;
         }
         if (closed) {
           return;
@@ -491,9 +563,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     }
   }
 
-  /** Under `this`: whether deltas wait for the publisher. */
+  /** Whether deltas wait for the publisher. */
   private boolean hasBatch() {
-    return !manualFlush && (writer.records() > 0 || !full.isEmpty());
+    return !manualFlush && (!ring.isEmpty() || overflowed);
   }
 
   private void duties(long now) {
@@ -514,6 +586,10 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       if (now - lastPublishNanos() >= heartbeatNanos) {
         publishDeltas(true);
       }
+    } else if (!manualFlush) {
+      synchronized (publishLock) {
+        drainLocal(null); // keeps the open bookings current for the snapshot sent on reconnect
+      }
     }
     PeerTable p = peers;
     if (p != null) {
@@ -528,41 +604,31 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   }
 
   /**
-   * Publishes the batched delta frames; with {@code heartbeat}, publishes an empty frame if nothing else was (in
-   * manual mode the batch stays for the next {@link #flush}).
+   * Publishes the deltas offered so far; with {@code heartbeat}, publishes an empty frame if nothing else was (in
+   * manual mode the deltas stay for the next {@link #flush}).
    */
   private boolean publishDeltas(boolean heartbeat) {
     synchronized (publishLock) {
       Connection c = connection;
-      if (!connected || c == null) {
+      boolean up = connected && c != null;
+      long framesBefore = framesSent.get();
+      if (!manualFlush || !heartbeat) {
+        drainLocal(up ? c : null);
+      }
+      if (!up) {
+        if (writer.records() > 0) {
+          deltasDropped.addAndGet(writer.records());
+          writer.reset();
+        }
         return false;
       }
-      List<FrameWriter> batch = new ArrayList<>(2);
-      synchronized (this) {
-        boolean takeCurrent = !manualFlush || !heartbeat;
-        while (!full.isEmpty() && takeCurrent) {
-          batch.add(full.pollFirst());
-        }
-        if (takeCurrent && writer.records() > 0) {
-          batch.add(writer);
-          writer = takeSpare();
-        }
-      }
-      if (batch.isEmpty() && heartbeat) {
+      if (writer.records() > 0) {
+        publish(c, writer.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
+      } else if (heartbeat && framesSent.get() == framesBefore) {
         publish(c, heartbeatWriter.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
         return true;
       }
-      for (FrameWriter w : batch) {
-        publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
-      }
-      synchronized (this) {
-        for (FrameWriter w : batch) {
-          if (spare.size() < MAX_SPARE_WRITERS) {
-            spare.addFirst(w); // last in, first out: the same few writers, already grown, serve every batch
-          }
-        }
-      }
-      return !batch.isEmpty();
+      return framesSent.get() != framesBefore;
     }
   }
 
@@ -572,71 +638,23 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       if (!connected || c == null) {
         return;
       }
-      long[] ids;
-      WorkerId[] workers;
-      long[] prefills;
-      int[] blocks;
-      long[] keys;
-      int[] keyOffsets;
-      List<FrameWriter> pending = new ArrayList<>(2);
       synchronized (this) {
-        // Batched deltas go first: the snapshot supersedes their bookings, but not the predictions they carry.
-        pending.addAll(full);
-        full.clear();
-        if (writer.records() > 0) {
-          pending.add(writer);
-          writer = takeSpare();
-        }
         snapshotDue = false;
-        // Copied under the lock (entries are recycled once closed): about 20 longs per booking.
-        int n = open.size();
-        ids = new long[n];
-        workers = new WorkerId[n];
-        prefills = new long[n];
-        blocks = new int[n];
-        keyOffsets = new int[n + 1];
-        int totalKeys = 0;
-        for (Open o : open.values()) {
-          totalKeys += o.keyCount;
-        }
-        keys = new long[totalKeys];
-        int i = 0;
-        int k = 0;
-        for (Long2ObjectMap.Entry<Open> e : open.long2ObjectEntrySet()) {
-          Open o = e.getValue();
-          ids[i] = e.getLongKey();
-          workers[i] = o.worker;
-          prefills[i] = o.prefill;
-          blocks[i] = o.blocks;
-          keyOffsets[i] = k;
-          System.arraycopy(o.keys, 0, keys, k, o.keyCount);
-          k += o.keyCount;
-          i++;
-        }
-        keyOffsets[n] = k;
       }
-      for (FrameWriter w : pending) {
-        publish(c, w.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
-      }
-      synchronized (this) {
-        for (FrameWriter w : pending) {
-          if (spare.size() < MAX_SPARE_WRITERS) {
-            spare.addFirst(w);
-          }
-        }
+      // Deltas offered so far go first: the snapshot supersedes their bookings, but not the predictions they carry.
+      drainLocal(c);
+      if (writer.records() > 0) {
+        publish(c, writer.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
       }
       long snapshotId = seq + 1;
       int part = 0;
-      FrameWriter w = new FrameWriter();
-      long[] scratch = new long[16];
-      for (int i = 0; i < ids.length; i++) {
-        int count = keyOffsets[i + 1] - keyOffsets[i];
-        if (scratch.length < count) {
-          scratch = new long[Math.max(count, 2 * scratch.length)];
-        }
-        System.arraycopy(keys, keyOffsets[i], scratch, 0, count);
-        w.book(ids[i], workers[i], prefills[i], blocks[i], scratch, count);
-        if (w.pendingBytes() >= maxFrameBytes && i < ids.length - 1) {
+      FrameWriter w = snapshotWriter;
+      int left = open.size();
+      for (Long2ObjectMap.Entry<Open> e : open.long2ObjectEntrySet()) {
+        Open o = e.getValue();
+        w.book(e.getLongKey(), o.worker, o.prefill, o.blocks, o.keys, o.keyCount);
+        left--;
+        if (w.pendingBytes() >= maxFrameBytes && left > 0) {
           publish(c, w.finish(Frame.SNAPSHOT, replica, instance, ++seq, blockSize, snapshotId, part++, false));
         }
       }
@@ -937,11 +955,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
           boolean wasConnected;
           synchronized (this) {
             wasConnected = connected;
-            connected = false;
-            deltasDropped.addAndGet(writer.records());
-            writer.reset();
-            full.forEach(FrameWriter::reset);
-            full.clear();
+            connected = false; // the publisher drops what is batched (and counts it) when it next runs
           }
           PeerTable p = peers;
           if (p != null) {
@@ -1158,11 +1172,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if negative or above one second
      */
     public Builder batchDelay(Duration delay) {
-      Objects.requireNonNull(delay, "delay");
-      if (delay.isNegative() || delay.compareTo(Duration.ofSeconds(1)) > 0) {
-        throw new IllegalArgumentException("batchDelay must be in [0, 1 s] but was " + delay);
-      }
-      this.batchDelay = delay;
+      this.batchDelay = Checks.inRange("batchDelay", delay, Duration.ZERO, Duration.ofSeconds(1));
       return this;
     }
 
@@ -1185,7 +1195,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder heartbeatInterval(Duration interval) {
-      this.heartbeatInterval = positive(interval, "heartbeatInterval");
+      this.heartbeatInterval = Checks.positive("heartbeatInterval", interval);
       return this;
     }
 
@@ -1198,7 +1208,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder replicaTtl(Duration ttl) {
-      this.replicaTtl = positive(ttl, "replicaTtl");
+      this.replicaTtl = Checks.positive("replicaTtl", ttl);
       return this;
     }
 
@@ -1211,11 +1221,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if negative
      */
     public Builder snapshotInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative()) {
-        throw new IllegalArgumentException("snapshotInterval must not be negative but was " + interval);
-      }
-      this.snapshotInterval = interval;
+      this.snapshotInterval = Checks.notNegative("snapshotInterval", interval);
       return this;
     }
 
@@ -1227,10 +1233,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if below 4 KiB or above 64 MiB
      */
     public Builder maxFrameBytes(int bytes) {
-      if (bytes < 4096 || bytes > 64 << 20) {
-        throw new IllegalArgumentException("maxFrameBytes must be in [4096, 67108864] but was " + bytes);
-      }
-      this.maxFrameBytes = bytes;
+      this.maxFrameBytes = Checks.inRange("maxFrameBytes", bytes, 4096, 64 << 20);
       return this;
     }
 
@@ -1243,7 +1246,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder reconnectWait(Duration wait) {
-      this.reconnectWait = positive(wait, "reconnectWait");
+      this.reconnectWait = Checks.positive("reconnectWait", wait);
       return this;
     }
 
@@ -1292,7 +1295,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder warmupInterval(Duration interval) {
-      this.warmupInterval = positive(interval, "warmupInterval");
+      this.warmupInterval = Checks.positive("warmupInterval", interval);
       return this;
     }
 
@@ -1306,7 +1309,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if not positive
      */
     public Builder warmupMaxAge(Duration maxAge) {
-      this.warmupMaxAge = positive(maxAge, "warmupMaxAge");
+      this.warmupMaxAge = Checks.positive("warmupMaxAge", maxAge);
       return this;
     }
 
@@ -1319,10 +1322,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * @throws IllegalArgumentException if outside that range
      */
     public Builder warmupMaxBytes(int bytes) {
-      if (bytes < 8192 || bytes > 64 << 20) {
-        throw new IllegalArgumentException("warmupMaxBytes must be in [8192, 67108864] but was " + bytes);
-      }
-      this.warmupMaxBytes = bytes;
+      this.warmupMaxBytes = Checks.inRange("warmupMaxBytes", bytes, 8192, 64 << 20);
       return this;
     }
 
@@ -1354,14 +1354,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
             + heartbeatInterval + ")");
       }
       return new NatsLoadSync(this);
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive but was " + d);
-      }
-      return d;
     }
   }
 }

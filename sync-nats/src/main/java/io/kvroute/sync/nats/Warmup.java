@@ -1,6 +1,7 @@
 package io.kvroute.sync.nats;
 
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import it.unimi.dsi.fastutil.longs.Long2LongLinkedOpenHashMap;
 import it.unimi.dsi.fastutil.longs.LongIterator;
 import java.util.ArrayList;
@@ -41,10 +42,7 @@ final class Warmup {
 
   /** @param maxBlocks the most hashes kept in all */
   Warmup(int maxBlocks) {
-    if (maxBlocks <= 0) {
-      throw new IllegalArgumentException("maxBlocks must be positive but was " + maxBlocks);
-    }
-    this.maxBlocks = maxBlocks;
+    this.maxBlocks = Checks.positive("maxBlocks", maxBlocks);
   }
 
   /** The most hashes a snapshot of {@code maxBytes} can hold with a few workers' names. */

@@ -58,8 +58,16 @@ class NatsLoadSyncTest {
     final List<String> events = new CopyOnWriteArrayList<>();
 
     Replica(String name, RouterPolicy policy, String url, int maxFrameBytes) {
+      this(name, policy, url, maxFrameBytes, false);
+    }
+
+    Replica(String name, RouterPolicy policy, String url, int maxFrameBytes, boolean manualFlush) {
       this.name = name;
-      this.sync = NatsLoadSync.newBuilder().servers(url).subject(subject).replicaName(name)
+      NatsLoadSync.Builder builder = NatsLoadSync.newBuilder();
+      if (manualFlush) {
+        builder.manualFlush();
+      }
+      this.sync = builder.servers(url).subject(subject).replicaName(name)
           .heartbeatInterval(HEARTBEAT).replicaTtl(TTL).reconnectWait(Duration.ofMillis(100))
           .maxFrameBytes(maxFrameBytes).listener(new SyncListener() {
             @Override
@@ -366,6 +374,47 @@ class NatsLoadSyncTest {
     assertTrue(least < 8, least + " B per booking");
     await(5, "b saw a's bookings come and go", () -> b.remoteOpen() == 0
         && b.sync.stats().peers().getOrDefault("a", 0L) >= a.sync.stats().sequence());
+  }
+
+  /**
+   * With the publisher not draining (manual flush) the hooks fill the ring of local deltas: a booking beyond it is
+   * dropped and counted (its peers never learn of it), while a first token or a close beyond it is kept aside and
+   * published after the ring's records, so no peer is ever left counting a closed booking.
+   */
+  @Test
+  void aFullRingDropsBookingsButNeverReleases() throws Exception {
+    Replica a = new Replica("a", RouterPolicy.leastLoaded(), NATS.server().url(),
+        NatsLoadSync.DEFAULT_MAX_FRAME_BYTES, true);
+    Replica b = replica("b");
+    awaitMesh(5);
+    a.sync.flush();
+    long[] hashes = new SplittableRandom(5).longs(16).toArray();
+    int ring = NatsLoadSync.RING_RECORDS;
+    long first = 1_000_000;
+    for (int i = 0; i < ring; i++) {
+      a.sync.booked(first + i, i % 2 == 0 ? W0 : W1, 256, hashes, 16, false);
+    }
+    long dropped = a.sync.stats().deltasDropped();
+    a.sync.booked(first + ring, W0, 256, hashes, 16, false); // no room: dropped
+    assertEquals(dropped + 1, a.sync.stats().deltasDropped());
+    for (int i = 0; i < 100; i++) {
+      a.sync.closed(first + i); // no room either: kept aside
+    }
+    a.sync.firstToken(first + 100);
+    a.sync.closed(first + ring); // the dropped booking's release: nobody counts it
+    a.sync.flush();
+    await(5, "b sees a's bookings but the 100 closed", () -> b.remoteOpen() == ring - 100);
+    assertEquals(ring - 100, b.seenTotal());
+    assertEquals(256L * (ring - 101), b.router.pendingPrefillTokens(W0) + b.router.pendingPrefillTokens(W1),
+        "one first token released its prefill");
+    for (int i = 100; i < ring; i++) {
+      a.sync.closed(first + i);
+      if (i % 4096 == 0) {
+        a.sync.flush();
+      }
+    }
+    a.sync.flush();
+    await(5, "b sees all of a's released", () -> b.remoteOpen() == 0 && b.seenTotal() == 0);
   }
 
   @Test

@@ -2,55 +2,137 @@ package io.kvroute.transport.okhttp;
 
 import io.kvroute.EngineLoad;
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import java.util.Objects;
 
 /**
  * What one scrape of a worker's {@code /metrics} reported; an immutable value, thread-safe.
  *
- * <p>Counts are summed over every label set of a metric (for example one per model or engine); the KV cache usage
- * is the mean over label sets. The prefix cache counters are cumulative token counts since the engine started, or -1
- * when the engine does not export them; {@link #hitRateSince} turns two snapshots into the hit rate observed between
- * them.
+ * <p>Counts are summed over every label set of a metric (for example one per model or engine); the KV cache usage is
+ * the mean over label sets. The prefix cache counters are cumulative token counts since the engine started, or -1 when
+ * the engine does not export them; {@link #hitRateSince} turns two snapshots into the hit rate observed between them.
  *
- * @param worker the worker scraped
- * @param running requests being processed ({@code vllm:num_requests_running})
- * @param waiting requests queued ({@code vllm:num_requests_waiting})
- * @param kvCacheUsage fraction of KV cache blocks in use, 0..1 ({@code vllm:kv_cache_usage_perc}, or the older
- *     {@code vllm:gpu_cache_usage_perc})
- * @param prefixCacheQueries prompt tokens looked up in the prefix cache ({@code vllm:prefix_cache_queries_total}),
- *     or -1
- * @param prefixCacheHits prompt tokens found in the prefix cache ({@code vllm:prefix_cache_hits_total}), or -1
- * @param observedAtNanos when the response was read, on the scraper's ticker
+ * <p>A value class with a factory, as Caffeine's {@code CacheStats}: {@link EngineMetricsScraper} and
+ * {@link ScrapeListener} hand these out, and {@link #of} builds one (for tests, or a scraper of one's own); it checks
+ * its arguments.
  */
-public record EngineMetrics(WorkerId worker, int running, int waiting, double kvCacheUsage, long prefixCacheQueries,
-    long prefixCacheHits, long observedAtNanos) {
+public final class EngineMetrics {
+  private final WorkerId worker;
+  private final int running;
+  private final int waiting;
+  private final double kvCacheUsage;
+  private final long prefixCacheQueries;
+  private final long prefixCacheHits;
+  private final long observedAtNanos;
+
+  private EngineMetrics(WorkerId worker, int running, int waiting, double kvCacheUsage, long prefixCacheQueries,
+      long prefixCacheHits, long observedAtNanos) {
+    this.worker = worker;
+    this.running = running;
+    this.waiting = waiting;
+    this.kvCacheUsage = kvCacheUsage;
+    this.prefixCacheQueries = prefixCacheQueries;
+    this.prefixCacheHits = prefixCacheHits;
+    this.observedAtNanos = observedAtNanos;
+  }
 
   /**
-   * @param worker the worker scraped, not null
-   * @param running requests running on the engine, zero or more
-   * @param waiting requests waiting on the engine, zero or more
-   * @param kvCacheUsage fraction of KV cache blocks in use, from 0 to 1
-   * @param prefixCacheQueries prompt tokens looked up in the prefix cache since the engine started, or -1 if not
-   *     exported
-   * @param prefixCacheHits prompt tokens found in the prefix cache since the engine started, or -1 if not exported
+   * A scrape with these values.
+   *
+   * @param worker the worker scraped
+   * @param running requests being processed ({@code vllm:num_requests_running}), zero or more
+   * @param waiting requests queued ({@code vllm:num_requests_waiting}), zero or more
+   * @param kvCacheUsage the fraction of KV cache blocks in use, from 0 to 1 ({@code vllm:kv_cache_usage_perc}, or the
+   *     older {@code vllm:gpu_cache_usage_perc})
+   * @param prefixCacheQueries prompt tokens looked up in the prefix cache since the engine started
+   *     ({@code vllm:prefix_cache_queries_total}), or -1 when the engine does not export them
+   * @param prefixCacheHits prompt tokens found in the prefix cache since the engine started
+   *     ({@code vllm:prefix_cache_hits_total}), or -1 when the engine does not export them
    * @param observedAtNanos when the response was read, in nanoseconds of the scraper's ticker
+   * @return the reading
    * @throws NullPointerException if {@code worker} is null
-   * @throws IllegalArgumentException if a count is negative (other than -1 for absent counters) or the usage is
-   *     outside [0, 1]
+   * @throws IllegalArgumentException if a count is negative (other than -1 for absent prefix cache counters) or the
+   *     usage is outside [0, 1]
    */
-  public EngineMetrics {
+  public static EngineMetrics of(WorkerId worker, int running, int waiting, double kvCacheUsage,
+      long prefixCacheQueries, long prefixCacheHits, long observedAtNanos) {
     Objects.requireNonNull(worker, "worker");
-    if (running < 0 || waiting < 0) {
-      throw new IllegalArgumentException("running and waiting must not be negative but were " + running + ", "
-          + waiting);
-    }
-    if (!(kvCacheUsage >= 0 && kvCacheUsage <= 1)) {
-      throw new IllegalArgumentException("kvCacheUsage must be in [0, 1] but was " + kvCacheUsage);
-    }
-    if (prefixCacheQueries < -1 || prefixCacheHits < -1) {
-      throw new IllegalArgumentException("prefix cache counters must be -1 (absent) or >= 0 but were "
-          + prefixCacheQueries + ", " + prefixCacheHits);
-    }
+    Checks.notNegative("running", running);
+    Checks.notNegative("waiting", waiting);
+    Checks.unitInterval("kvCacheUsage", kvCacheUsage);
+    Checks.inRange("prefixCacheQueries", prefixCacheQueries, -1, Long.MAX_VALUE); // -1: not exported
+    Checks.inRange("prefixCacheHits", prefixCacheHits, -1, Long.MAX_VALUE);
+    return new EngineMetrics(worker, running, waiting, kvCacheUsage, prefixCacheQueries, prefixCacheHits,
+        observedAtNanos);
+  }
+
+  /**
+   * Returns the worker scraped.
+   *
+   * @return the worker scraped
+   */
+  public WorkerId worker() {
+    return worker;
+  }
+
+  /**
+   * Returns requests being processed ({@code vllm:num_requests_running}), zero or more.
+   *
+   * @return requests being processed ({@code vllm:num_requests_running}), zero or more
+   */
+  public int running() {
+    return running;
+  }
+
+  /**
+   * Returns requests queued ({@code vllm:num_requests_waiting}), zero or more.
+   *
+   * @return requests queued ({@code vllm:num_requests_waiting}), zero or more
+   */
+  public int waiting() {
+    return waiting;
+  }
+
+  /**
+   * Returns the fraction of KV cache blocks in use, from 0 to 1 ({@code vllm:kv_cache_usage_perc}, or the older
+   * {@code vllm:gpu_cache_usage_perc}).
+   *
+   * @return the fraction of KV cache blocks in use, from 0 to 1 ({@code vllm:kv_cache_usage_perc}, or the older
+   *     {@code vllm:gpu_cache_usage_perc})
+   */
+  public double kvCacheUsage() {
+    return kvCacheUsage;
+  }
+
+  /**
+   * Returns prompt tokens looked up in the prefix cache since the engine started
+   * ({@code vllm:prefix_cache_queries_total}), or -1 when the engine does not export them.
+   *
+   * @return prompt tokens looked up in the prefix cache since the engine started
+   *     ({@code vllm:prefix_cache_queries_total}), or -1 when the engine does not export them
+   */
+  public long prefixCacheQueries() {
+    return prefixCacheQueries;
+  }
+
+  /**
+   * Returns prompt tokens found in the prefix cache since the engine started ({@code vllm:prefix_cache_hits_total}), or
+   * -1 when the engine does not export them.
+   *
+   * @return prompt tokens found in the prefix cache since the engine started ({@code vllm:prefix_cache_hits_total}), or
+   *     -1 when the engine does not export them
+   */
+  public long prefixCacheHits() {
+    return prefixCacheHits;
+  }
+
+  /**
+   * Returns when the response was read, in nanoseconds of the scraper's ticker.
+   *
+   * @return when the response was read, in nanoseconds of the scraper's ticker
+   */
+  public long observedAtNanos() {
+    return observedAtNanos;
   }
 
   /**
@@ -104,5 +186,30 @@ public record EngineMetrics(WorkerId worker, int running, int waiting, double kv
       return lifetimeHitRate();
     }
     return queries == 0 ? Double.NaN : (double) hits / queries;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (this == o) {
+      return true;
+    }
+    if (!(o instanceof EngineMetrics other)) {
+      return false;
+    }
+    return worker.equals(other.worker) && running == other.running && waiting == other.waiting
+        && Double.compare(kvCacheUsage, other.kvCacheUsage) == 0 && prefixCacheQueries == other.prefixCacheQueries
+        && prefixCacheHits == other.prefixCacheHits && observedAtNanos == other.observedAtNanos;
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(worker, running, waiting, kvCacheUsage, prefixCacheQueries, prefixCacheHits, observedAtNanos);
+  }
+
+  @Override
+  public String toString() {
+    return "EngineMetrics[worker=" + worker + ", running=" + running + ", waiting=" + waiting + ", kvCacheUsage="
+        + kvCacheUsage + ", prefixCacheQueries=" + prefixCacheQueries + ", prefixCacheHits=" + prefixCacheHits
+        + ", observedAtNanos=" + observedAtNanos + "]";
   }
 }

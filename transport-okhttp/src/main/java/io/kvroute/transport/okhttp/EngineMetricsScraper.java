@@ -9,6 +9,7 @@ import io.kvroute.Router;
 import io.kvroute.Ticker;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.URI;

@@ -98,7 +98,7 @@ final class LoadMetrics {
         : sgRunning.count(SGLANG_RUNNING);
     int waitingCount = waiting.count > 0 || sgWaiting.count == 0 ? waiting.count(WAITING)
         : sgWaiting.count(SGLANG_WAITING);
-    EngineMetrics metrics = new EngineMetrics(worker, runningCount, waitingCount, kvUsage, q.counter(), h.counter(),
+    EngineMetrics metrics = EngineMetrics.of(worker, runningCount, waitingCount, kvUsage, q.counter(), h.counter(),
         nowNanos);
     return new Result(metrics, malformed);
   }

@@ -9,6 +9,7 @@ import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.WorkerRegistry;
+import io.kvroute.internal.Checks;
 import io.kvroute.openai.ChatMessage;
 import io.kvroute.openai.internal.Json;
 import io.kvroute.openai.JsonException;

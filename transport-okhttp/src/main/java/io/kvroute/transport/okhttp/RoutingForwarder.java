@@ -12,6 +12,7 @@ import io.kvroute.Routing;
 import io.kvroute.RoutingException;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.internal.Checks;
 import io.kvroute.openai.internal.Json;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -813,10 +814,7 @@ public final class RoutingForwarder {
      * @throws IllegalArgumentException if less than 1
      */
     public Builder maxAttempts(int maxAttempts) {
-      if (maxAttempts < 1) {
-        throw new IllegalArgumentException("maxAttempts must be at least 1 but was " + maxAttempts);
-      }
-      this.maxAttempts = maxAttempts;
+      this.maxAttempts = Checks.positive("maxAttempts", maxAttempts);
       return this;
     }
 

@@ -98,19 +98,19 @@ class LoadMetricsTest {
 
   @Test
   void hitRateBetweenSnapshots() {
-    EngineMetrics a = new EngineMetrics(W, 0, 0, 0, 100, 50, 1);
-    EngineMetrics b = new EngineMetrics(W, 0, 0, 0, 300, 200, 2);
+    EngineMetrics a = EngineMetrics.of(W, 0, 0, 0, 100, 50, 1);
+    EngineMetrics b = EngineMetrics.of(W, 0, 0, 0, 300, 200, 2);
     assertEquals(0.75, b.hitRateSince(a));
     assertTrue(Double.isNaN(b.hitRateSince(b)));
-    EngineMetrics restarted = new EngineMetrics(W, 0, 0, 0, 40, 10, 3);
+    EngineMetrics restarted = EngineMetrics.of(W, 0, 0, 0, 40, 10, 3);
     assertEquals(0.25, restarted.hitRateSince(b));
-    EngineMetrics absent = new EngineMetrics(W, 0, 0, 0, -1, -1, 4);
+    EngineMetrics absent = EngineMetrics.of(W, 0, 0, 0, -1, -1, 4);
     assertTrue(Double.isNaN(absent.hitRateSince(a)));
     assertThrows(IllegalArgumentException.class,
-        () -> b.hitRateSince(new EngineMetrics(WorkerId.of("x"), 0, 0, 0, 1, 1, 1)));
-    assertThrows(IllegalArgumentException.class, () -> new EngineMetrics(W, 0, 0, 1.1, 1, 1, 1));
-    assertThrows(IllegalArgumentException.class, () -> new EngineMetrics(W, -1, 0, 0, 1, 1, 1));
-    assertThrows(IllegalArgumentException.class, () -> new EngineMetrics(W, 0, 0, 0, -2, 1, 1));
+        () -> b.hitRateSince(EngineMetrics.of(WorkerId.of("x"), 0, 0, 0, 1, 1, 1)));
+    assertThrows(IllegalArgumentException.class, () -> EngineMetrics.of(W, 0, 0, 1.1, 1, 1, 1));
+    assertThrows(IllegalArgumentException.class, () -> EngineMetrics.of(W, -1, 0, 0, 1, 1, 1));
+    assertThrows(IllegalArgumentException.class, () -> EngineMetrics.of(W, 0, 0, 0, -2, 1, 1));
   }
 
   @Test

@@ -1,0 +1,77 @@
+package io.kvroute;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.sun.management.HotSpotDiagnosticMXBean;
+import com.sun.management.ThreadMXBean;
+import java.lang.management.ManagementFactory;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What one request costs the heap: {@code select}, {@code firstToken} and {@code close} allocate the routing handle
+ * and the {@link RouteRequest} {@code select(int[])} wraps the tokens in, and nothing else (hash arrays are pooled,
+ * releases are queued through the handle itself, the scratch is per thread).
+ */
+class SelectAllocationTest {
+  @Test
+  void ofIsTheBuilderWithOnlyTokens() {
+    int[] tokens = Fixtures.prompt(7, 40);
+    RouteRequest direct = RouteRequest.of(tokens);
+    RouteRequest built = RouteRequest.newBuilder(tokens).build();
+    assertSame(tokens, direct.tokens());
+    assertEquals(built.model(), direct.model());
+    assertEquals(built.loraName(), direct.loraName());
+    assertEquals(built.cacheSalt(), direct.cacheSalt());
+    assertSame(built.blockExtraKeys(), direct.blockExtraKeys()); // both null
+    assertEquals(built.allowedWorkers(), direct.allowedWorkers());
+    assertEquals(Double.doubleToLongBits(built.overlapWeight()), Double.doubleToLongBits(direct.overlapWeight()));
+    assertEquals(Double.doubleToLongBits(built.temperature()), Double.doubleToLongBits(direct.temperature()));
+    assertEquals(built.explain(), direct.explain());
+    assertThrows(NullPointerException.class, () -> RouteRequest.of(null));
+  }
+
+  @Test
+  void aRequestAllocatesItsHandleAndItsRequestOnly() {
+    HotSpotDiagnosticMXBean vm = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
+    // The object sizes below hold with 12-byte headers and 4-byte references (HotSpot's defaults under 32 GB).
+    assumeTrue("true".equals(vm.getVMOption("UseCompressedOops").getValue())
+        && "true".equals(vm.getVMOption("UseCompressedClassPointers").getValue()));
+    Router router = Router.newBuilder().randomSeed(1).build();
+    for (int w = 0; w < 4; w++) {
+      WorkerId id = WorkerId.of("w" + w);
+      router.addWorker(Worker.of(id));
+      router.reportEventStream(id, EventStreamState.LIVE);
+    }
+    int[][] prompts = new int[32][];
+    for (int i = 0; i < prompts.length; i++) {
+      prompts[i] = Fixtures.prompt(500 + i, 2048);
+    }
+    ThreadMXBean mx = (ThreadMXBean) ManagementFactory.getThreadMXBean();
+    long thread = Thread.currentThread().getId();
+    long least = Long.MAX_VALUE;
+    int requests = 4_000;
+    for (int round = 0; round < 40 && least > 0; round++) { // early rounds grow buffers and compile; keep the least
+      long before = mx.getThreadAllocatedBytes(thread);
+      for (int i = 0; i < requests; i++) {
+        try (Routing r = router.select(prompts[i & 31])) {
+          r.firstToken();
+        }
+      }
+      least = Math.min(least, mx.getThreadAllocatedBytes(thread) - before);
+      if (least <= 160L * requests) {
+        break;
+      }
+    }
+    // Routing: a 12-byte header, 8 references (32 B), 5 ints (20 B), 4 longs (32 B), 5 booleans: 101 -> 104 B
+    // aligned; RouteRequest: header, 6 references, 2 doubles and a boolean: 53 -> 56 B. 160 B in all.
+    double perRequest = (double) least / requests;
+    assertTrue(perRequest <= 160, "a request allocates " + perRequest + " B");
+    for (int w = 0; w < 4; w++) {
+      assertEquals(0, router.activeRequests(WorkerId.of("w" + w)), "every request was released");
+    }
+  }
+}

@@ -1,0 +1,92 @@
+package io.kvroute.events.zmq;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.SplittableRandom;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * {@link MsgpackReader#readUint32OrMinusOne}, the token loop's fast path, against the general {@link
+ * MsgpackReader#readLong}: the same value and position for every unsigned integer below 2^32 in any of its
+ * unsigned encodings (minimal or not), and -1 with nothing consumed for everything else, truncated input included.
+ */
+class MsgpackReaderTest {
+  static Stream<Arguments> seeds() {
+    return IntStream.range(0, 20).mapToObj(i -> Arguments.of("seed " + (300 + i), 300L + i));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void agreesWithReadLongOnEveryEncoding(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    for (int n = 0; n < 2_000; n++) {
+      byte[] value = randomValue(random);
+      byte[] payload = new byte[value.length + 1]; // a trailing byte: the fast path must stop at the value's end
+      System.arraycopy(value, 0, payload, 0, value.length);
+      payload[value.length] = (byte) 0xC0;
+      MsgpackReader fast = new MsgpackReader(payload, 0, payload.length);
+      long v = fast.readUint32OrMinusOne();
+      MsgpackReader general = new MsgpackReader(payload, 0, payload.length);
+      int head = value[0] & 0xFF;
+      boolean plain = head <= 0x7F || head == 0xCC || head == 0xCD || head == 0xCE;
+      if (plain) {
+        assertEquals(general.readLong(), v, name + ": " + Hex.of(value));
+        assertEquals(general.position(), fast.position(), name + ": " + Hex.of(value));
+        assertEquals(value.length, fast.position(), name);
+      } else {
+        assertEquals(-1, v, name + ": " + Hex.of(value));
+        assertEquals(0, fast.position(), name + ": nothing consumed");
+      }
+    }
+  }
+
+  @Test
+  void truncatedValuesAreLeftToTheGeneralReader() {
+    byte[][] values = {{(byte) 0xCC}, {(byte) 0xCD, 1}, {(byte) 0xCE, 1, 2, 3}, {}};
+    for (byte[] value : values) {
+      MsgpackReader r = new MsgpackReader(value, 0, value.length);
+      assertEquals(-1, r.readUint32OrMinusOne(), Hex.of(value));
+      assertEquals(0, r.position());
+      assertThrows(KvEventFormatException.class, r::readLong, Hex.of(value));
+    }
+  }
+
+  /** One msgpack value: an unsigned integer in a random encoding wide enough for it, or something else. */
+  private static byte[] randomValue(SplittableRandom random) {
+    switch (random.nextInt(8)) {
+      case 0:
+        return new byte[] {(byte) random.nextInt(0x80)}; // positive fixint
+      case 1:
+        return new byte[] {(byte) 0xCC, (byte) random.nextInt(256)};
+      case 2:
+        return be(0xCD, random.nextInt(1 << 16), 2);
+      case 3:
+        return be(0xCE, random.nextLong(1L << 32), 4); // minimal or not: small values too
+      case 4:
+        return be(0xCF, random.nextLong(), 8); // uint 64: not the fast path, even when small
+      case 5:
+        int k = random.nextInt(4);
+        return be(0xD0 + k, random.nextLong(), 1 << k); // int 8, 16, 32 or 64, any sign
+      case 6:
+        return new byte[] {(byte) (0xE0 + random.nextInt(32))}; // negative fixint
+      default:
+        int[] others = {0xC0, 0xC2, 0xC3, 0x90, 0x80, 0xA0, 0xCB}; // nil, booleans, array, map, str, float 64
+        return new byte[] {(byte) others[random.nextInt(others.length)]};
+    }
+  }
+
+  private static byte[] be(int head, long v, int bytes) {
+    byte[] out = new byte[1 + bytes];
+    out[0] = (byte) head;
+    for (int i = 0; i < bytes; i++) {
+      out[bytes - i] = (byte) (v >>> (8 * i));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,217 @@
+package io.kvroute.jmh;
+
+import io.kvroute.BlockHasher;
+import io.kvroute.EventStreamState;
+import io.kvroute.KvEventColumns;
+import io.kvroute.KvEventSink;
+import io.kvroute.Router;
+import io.kvroute.Routing;
+import io.kvroute.Worker;
+import io.kvroute.WorkerId;
+import io.kvroute.events.zmq.KvEventCodec;
+import java.io.File;
+import java.lang.management.ManagementFactory;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.function.IntToDoubleFunction;
+
+/**
+ * Old code against new in one JVM, for a machine shared with other work, where two JMH runs minutes apart differ
+ * by more than the change being measured. Each version gets its own class loader (child-first: that version's
+ * {@code core} and {@code events-zmq} classes, and this module's classes for the drivers below); the versions then
+ * run in short interleaved rounds, in alternating order, and each reports its best, 25th-percentile and median
+ * round. The best round is the one least disturbed by other tenants; compare versions, not absolute figures.
+ *
+ * <pre>
+ * # build the base in a scratch copy: git archive main | tar -x -C /tmp/base; (cd /tmp/base; mvn -q -pl jmh -am package -DskipTests)
+ * DEPS=fastutil-core.jar:zero-allocation-hashing.jar:jspecify.jar   # from ~/.m2
+ * java -Xms3g -Xmx3g -XX:+AlwaysPreTouch -cp jmh/target/classes io.kvroute.jmh.SameJvmAb \
+ *     select MISS 512 400 300 \
+ *     base=jmh/target/classes:/tmp/base/core/target/classes:/tmp/base/events-zmq/target/classes:$DEPS \
+ *     new=jmh/target/classes:core/target/classes:events-zmq/target/classes:$DEPS
+ * </pre>
+ * Arguments: the driver ({@code select}: {@code select} plus {@code close} of 2,048-token prompts, 64 workers, 1M
+ * indexed blocks, ns per call; {@code hash}: {@link BlockHasher#sequenceHashes} of a 2,048-token prompt, ns per
+ * prompt; {@code decode} / {@code ingest}: a 128-block batch of 16-block events decoded into columns, and applied
+ * to a 1M-block index, ns per block), {@code HIT} or {@code MISS}, distinct prompts (1: in cache, 512: cold),
+ * rounds, calls per round, then {@code name=classpath} per version.
+ */
+public final class SameJvmAb {
+  private SameJvmAb() {}
+
+  /**
+   * Runs the comparison.
+   *
+   * @param args see the class description
+   * @throws Exception if a version cannot be loaded
+   */
+  public static void main(String[] args) throws Exception {
+    String driver = args[0];
+    String match = args[1];
+    int distinct = Integer.parseInt(args[2]);
+    int rounds = Integer.parseInt(args[3]);
+    int reps = Integer.parseInt(args[4]);
+    List<String> names = new ArrayList<>();
+    List<IntToDoubleFunction> drivers = new ArrayList<>();
+    for (int i = 5; i < args.length; i++) {
+      String[] nameAndPath = args[i].split("=", 2);
+      ClassLoader loader = new ChildFirst(urls(nameAndPath[1]), SameJvmAb.class.getClassLoader().getParent());
+      Class<?> type = loader.loadClass(Driver.class.getName());
+      names.add(nameAndPath[0]);
+      drivers.add((IntToDoubleFunction) type.getConstructor(String.class, String.class, int.class)
+          .newInstance(driver, match, distinct));
+    }
+    int warm = rounds / 5;
+    double[][] results = new double[drivers.size()][rounds - warm];
+    for (int r = 0; r < rounds; r++) {
+      for (int k = 0; k < drivers.size(); k++) {
+        int which = r % 2 == 0 ? k : drivers.size() - 1 - k;
+        double v = drivers.get(which).applyAsDouble(reps);
+        if (r >= warm) {
+          results[which][r - warm] = v;
+        }
+      }
+    }
+    System.out.printf(Locale.ROOT, "%s %s distinct=%d, %d rounds of %d, load %.1f%n", driver, match, distinct,
+        rounds, reps, ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
+    for (int k = 0; k < drivers.size(); k++) {
+      double[] s = results[k];
+      Arrays.sort(s);
+      System.out.printf(Locale.ROOT, "%-10s best %9.1f  p25 %9.1f  median %9.1f ns%n", names.get(k), s[0],
+          s[s.length / 4], s[s.length / 2]);
+    }
+  }
+
+  private static URL[] urls(String path) throws MalformedURLException {
+    List<URL> urls = new ArrayList<>();
+    for (String p : path.split(File.pathSeparator)) {
+      urls.add(new File(p).toURI().toURL());
+    }
+    return urls.toArray(URL[]::new);
+  }
+
+  /** Loads its own copy of every class it can find before asking its parent (the platform loader). */
+  private static final class ChildFirst extends URLClassLoader {
+    ChildFirst(URL[] urls, ClassLoader parent) {
+      super(urls, parent);
+    }
+
+    @Override
+    protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+      synchronized (getClassLoadingLock(name)) {
+        Class<?> c = findLoadedClass(name);
+        if (c == null && !name.startsWith("java.")) {
+          try {
+            c = findClass(name);
+          } catch (ClassNotFoundException e) {
+            c = null; // not in this version's path: the parent's
+          }
+        }
+        if (c == null) {
+          c = super.loadClass(name, false);
+        }
+        if (resolve) {
+          resolveClass(c);
+        }
+        return c;
+      }
+    }
+  }
+
+  /** One version's workload, built by its own loader; {@link #applyAsDouble} runs a round and returns ns per op. */
+  public static final class Driver implements IntToDoubleFunction {
+    private final String kind;
+    private final int[][] prompts;
+    private final long[] hashes = new long[2048 / Workload.BLOCK_SIZE];
+    private final BlockHasher hasher = BlockHasher.of(Workload.BLOCK_SIZE);
+    private final KvEventColumns columns = new KvEventColumns();
+    private Router router;
+    private KvEventSink sink;
+    private WorkerId[] senders = new WorkerId[0];
+    private byte[][] payloads = new byte[0][];
+    private int next;
+    private long sink0;
+
+    /**
+     * Builds the workload.
+     *
+     * @param kind {@code select}, {@code hash}, {@code decode} or {@code ingest}
+     * @param match {@code HIT} or {@code MISS}
+     * @param distinct distinct prompts, a power of two up to 512
+     */
+    public Driver(String kind, String match, int distinct) {
+      this.kind = kind;
+      SplittableRandom random = new SplittableRandom(Workload.SEED);
+      router = Router.newBuilder().randomSeed(Workload.SEED).build();
+      sink = router.eventSink();
+      if (kind.equals("hash")) {
+        prompts = new int[64][];
+        for (int i = 0; i < prompts.length; i++) {
+          prompts[i] = Workload.tokens(random, 2048);
+        }
+        return;
+      }
+      List<WorkerId> ids = Workload.workers(64);
+      for (WorkerId id : ids) {
+        router.addWorker(Worker.of(id));
+        if (kind.equals("select")) {
+          router.reportEventStream(id, EventStreamState.LIVE);
+        }
+      }
+      int[][] indexed = Workload.populate(sink, ids, 1_000_000, 2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS,
+          random);
+      prompts = Workload.prompts(Match.valueOf(match), indexed, 2048, distinct, random);
+      if (!kind.equals("select")) {
+        EventStream stream = new EventStream(ids, 16, random);
+        senders = stream.senders;
+        payloads = stream.payloads;
+      }
+    }
+
+    @Override
+    public double applyAsDouble(int reps) {
+      long start = System.nanoTime();
+      long ops = reps;
+      switch (kind) {
+        case "select":
+          for (int i = 0; i < reps; i++) {
+            try (Routing routing = router.select(prompts[next++ & (prompts.length - 1)])) {
+              sink0 += routing.matchedBlocks();
+            }
+          }
+          break;
+        case "hash":
+          for (int i = 0; i < reps; i++) {
+            int[] prompt = prompts[next++ & 63];
+            hasher.sequenceHashes(prompt, prompt.length, null, null, hashes);
+            sink0 += hashes[hashes.length - 1];
+          }
+          break;
+        default:
+          ops = 0;
+          for (int i = 0; i < reps; i++) {
+            int at = next;
+            next = at + 1 == payloads.length ? 0 : at + 1;
+            columns.clear();
+            KvEventCodec.decodeInto(payloads[at], 0, payloads[at].length, columns);
+            if (kind.equals("ingest")) {
+              sink.applyColumns(senders[at], columns);
+            }
+            ops += EventStream.PROMPT_BLOCKS;
+          }
+      }
+      return (double) (System.nanoTime() - start) / ops;
+    }
+
+    @Override
+    public String toString() {
+      return "Driver{" + kind + ", " + sink0 + "}";
+    }
+  }
+}
