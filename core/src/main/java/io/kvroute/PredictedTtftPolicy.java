@@ -192,8 +192,17 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     double fleetSlope = Double.isNaN(fleet.b) ? 1 : fleet.b;
     double fleetIntercept = Double.isNaN(fleet.a) ? 0 : fleet.a;
     double minIntercept = Double.POSITIVE_INFINITY;
+    if (costs.length < n) {
+      costs = new double[Math.max(n, costs.length * 2)];
+      ttfts = new double[costs.length];
+      owns = new double[costs.length];
+      fulls = new double[costs.length];
+      overs = new boolean[costs.length];
+      byCandidate = new Model[costs.length];
+    }
     for (int i = 0; i < n; i++) {
       Model m = model(c.worker(i).id(), sweep);
+      byCandidate[i] = m;
       long cached = c.cachedBlocks(i);
       if (cached < m.maxCached) {
         m.filled = true; // the tree shrank: the engine evicted, so its largest tree is its capacity
@@ -204,16 +213,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
       minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
     }
     double tolerance = Double.isFinite(minIntercept) ? minIntercept : 0;
-    if (costs.length < n) {
-      costs = new double[Math.max(n, costs.length * 2)];
-      ttfts = new double[costs.length];
-      owns = new double[costs.length];
-      fulls = new double[costs.length];
-      overs = new boolean[costs.length];
-    }
     double minTtft = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
-      Model m = models.get(c.worker(i).id());
+      Model m = byCandidate[i];
       cost(c, i, m, m.blend(m.b, fleetSlope), m.blend(m.a, fleetIntercept), maxHitBlocks, bestHit);
       minTtft = Math.min(minTtft, ttfts[i]);
     }
@@ -228,12 +230,12 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     double totalSpeed = 0;
     for (int i = 0; i < n; i++) {
       totalActive += c.activeRequests(i);
-      Model m = models.get(c.worker(i).id());
+      Model m = byCandidate[i];
       totalSpeed += 1 / m.blend(m.b, fleetSlope);
     }
     double roomTtft = Double.POSITIVE_INFINITY; // the lowest TTFT among workers under the bound with room
     for (int i = 0; i < n; i++) {
-      Model m = models.get(c.worker(i).id());
+      Model m = byCandidate[i];
       double share = (1 / m.blend(m.b, fleetSlope)) / totalSpeed;
       overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive);
       if (!overs[i] && fulls[i] == 0) {
@@ -243,7 +245,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     int best = -1;
     double bestCost = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
-      Model m = models.get(c.worker(i).id());
+      Model m = byCandidate[i];
       double coldOwn = m.blend(m.a, fleetIntercept) + m.blend(m.b, fleetSlope) * c.requestTokens();
       // A request never waits for a cache longer than its own prefill there takes (so its TTFT stays within its own
       // prefill time of the latency-greedy choice's), and a worker whose queued work exceeds the bound (in time, by
@@ -287,7 +289,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     }
     int shared = (int) Math.max(bestHit, hit(c, choice, maxHitBlocks));
     if (shared > 0) {
-      Model chosen = models.get(c.worker(choice).id());
+      Model chosen = byCandidate[choice];
       chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
     }
     if (blocks > 0 && 2 * hit(c, choice, maxHitBlocks) < blocks) {
@@ -305,6 +307,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   private double[] owns = new double[8];
   private double[] fulls = new double[8];
   private boolean[] overs = new boolean[8];
+  // This selection's model of each candidate, by candidate index (one map lookup per candidate per selection).
+  private Model[] byCandidate = new Model[8];
   private long selections;
 
   private double cost(Candidates c, int i, Model m, double slope, double intercept, int maxHitBlocks,
@@ -438,7 +442,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     if (holders) {
       int cmp = Long.compare(c.prefillTokens(i), c.prefillTokens(j));
       if (cmp == 0) {
-        cmp = furtherIntoItsStep(c.worker(i).id(), c.worker(j).id());
+        cmp = furtherIntoItsStep(byCandidate[i], byCandidate[j]);
       }
       if (cmp == 0) {
         cmp = Integer.compare(c.activeRequests(i), c.activeRequests(j));
@@ -457,8 +461,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   }
 
   /**
-   * Negative if worker {@code i} is further into its current engine step than {@code j}, that is, the router saw
-   * its last step end (a first token or a completion) earlier; 0 if both are unknown or equal.
+   * Negative if the worker of model {@code i} is further into its current engine step than that of {@code j}: the
+   * router saw its last step end (a first token or a completion) earlier; 0 if both are unknown or equal.
    *
    * <p>An engine schedules a new request at its next step boundary, so a request sent to a busy worker first waits
    * out the step in progress: a whole step if that step has just begun, almost nothing if it is about to end. A
@@ -471,8 +475,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
    * its decode to the step (a small part of one). Spreading holders' requests by phase also cycles through the
    * holders like a round robin, which balances load among them.
    */
-  private int furtherIntoItsStep(WorkerId i, WorkerId j) {
-    return Long.compare(models.get(i).lastStepEndAt, models.get(j).lastStepEndAt);
+  private static int furtherIntoItsStep(Model i, Model j) {
+    return Long.compare(i.lastStepEndAt, j.lastStepEndAt);
   }
 
   /** The worker's mean request duration, or 0 (no balancing moves) before one has completed. */

@@ -89,14 +89,14 @@ final class Xxh3 {
         && sequence16Base(t, blocks, out)) {
       return;
     }
-    long k0 = 0xbe4ba423396cfeb8L + seed;
-    long k1 = 0x1cad21f72c81017cL - seed;
-    long k2 = 0xdb979083e96dd4deL + seed;
-    long k3 = 0x1f67b3b7a4a44072L - seed;
-    long k4 = 0x78e5c0cc4ee679cbL + seed;
-    long k5 = 0x2172ffcc7dd05a82L - seed;
-    long k6 = 0x8e2443f7744608b8L + seed;
-    long k7 = 0x4c263a81e69035e0L - seed;
+    long k0 = SECRET[0] + seed;
+    long k1 = SECRET[1] - seed;
+    long k2 = SECRET[2] + seed;
+    long k3 = SECRET[3] - seed;
+    long k4 = SECRET[4] + seed;
+    long k5 = SECRET[5] - seed;
+    long k6 = SECRET[6] + seed;
+    long k7 = SECRET[7] - seed;
     long previous = local16(t, 0, k0, k1, k2, k3, k4, k5, k6, k7);
     out[0] = previous;
     for (int b = 1; b < blocks; b++) {
@@ -105,15 +105,15 @@ final class Xxh3 {
     }
   }
 
-  // The eight secret words of a local hash with seed 1337 (XXH3's kSecret words 0..7, +seed for even, -seed for odd).
-  private static final long B0 = 0xbe4ba423396cfeb8L + BlockHasher.SEED;
-  private static final long B1 = 0x1cad21f72c81017cL - BlockHasher.SEED;
-  private static final long B2 = 0xdb979083e96dd4deL + BlockHasher.SEED;
-  private static final long B3 = 0x1f67b3b7a4a44072L - BlockHasher.SEED;
-  private static final long B4 = 0x78e5c0cc4ee679cbL + BlockHasher.SEED;
-  private static final long B5 = 0x2172ffcc7dd05a82L - BlockHasher.SEED;
-  private static final long B6 = 0x8e2443f7744608b8L + BlockHasher.SEED;
-  private static final long B7 = 0x4c263a81e69035e0L - BlockHasher.SEED;
+  // The eight secret words of a local hash with seed 1337: kSecret's words 0..7, +seed for even, -seed for odd.
+  private static final long B0 = SECRET[0] + BlockHasher.SEED;
+  private static final long B1 = SECRET[1] - BlockHasher.SEED;
+  private static final long B2 = SECRET[2] + BlockHasher.SEED;
+  private static final long B3 = SECRET[3] - BlockHasher.SEED;
+  private static final long B4 = SECRET[4] + BlockHasher.SEED;
+  private static final long B5 = SECRET[5] - BlockHasher.SEED;
+  private static final long B6 = SECRET[6] + BlockHasher.SEED;
+  private static final long B7 = SECRET[7] - BlockHasher.SEED;
 
   /**
    * {@link #sequence16} for seed and chain seed {@link BlockHasher#SEED}, reading each block as eight
