@@ -283,7 +283,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         continue;
       }
       boolean holders = bestHit > 0 && hit(c, i, maxHitBlocks) == bestHit && hit(c, choice, maxHitBlocks) == bestHit;
-      if (breaksTie(c, i, choice, key, holders)) {
+      int byHeld = holdsMoreInATie(c, i, choice, maxHitBlocks);
+      if (byHeld != 0 ? byHeld > 0 : breaksTie(c, i, choice, key, holders)) {
         choice = i;
       }
     }
@@ -319,12 +320,14 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     int active = c.activeRequests(i);
     double own = intercept + slope * uncached;
     double ttft = own + slope * c.prefillTokens(i);
-    if (m.filled && !Double.isNaN(m.serviceNanos)) {
+    if (!Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
       // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
-      // holder (a request's own tail and output with it, a shared prefix with the last request sharing it).
+      // holder (a request's own tail and output with it, a shared prefix with the last request sharing it). The
+      // cache holds at least the largest tree seen; until it is known to be full, that is also the size assumed
+      // (see memoryCapacity).
       double pinned = c.decodeBlocks(i) * m.footprint;
-      double over = pinned - m.maxCached;
+      double over = pinned - memoryCapacity(m);
       if (over > 0 && active > 0) {
         long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
         ttft += finishing(c, i, active, (m.footprint - 1) * booked, over) * m.serviceNanos / active;
@@ -345,6 +348,25 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     owns[i] = own;
     costs[i] = ttft + price;
     return costs[i];
+  }
+
+  /**
+   * The cache size, in blocks, the memory wait assumes for a worker: the largest cached tree seen, also before the
+   * cache is known to be full (a shrink or an engine report of waiting for memory, which only {@code filled}
+   * records).
+   *
+   * <p>Nothing else bounds it: the index shows what the engine cached, not what it could, and an engine report
+   * gives a usage fraction, not a size. Assuming a bigger cache than the engine has shown is the optimistic error,
+   * and it is the one that costs a tail: at 6 workers, c32, 12 kinds, at 1.66 s two workers whose trees had reached
+   * 555 and 578 blocks (585 in fact) had 592 and 620 blocks booked, had never evicted nor reported a wait, and were
+   * predicted to have room; requests sent there waited up to 1.3 s for memory. The pessimistic error is
+   * small: a worker's tree only lags the blocks booked there while prompts are queued for prefill, which the cost
+   * already counts, and the wait needs a learned service time, so the first instant (no completion yet) is
+   * unaffected. The eviction price still waits for the cache to be known full: a copy into a cache that may still
+   * have room evicts nothing warm that we know of.
+   */
+  private static double memoryCapacity(Model m) {
+    return m.maxCached;
   }
 
   /**
@@ -458,6 +480,24 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     }
     return Long.compareUnsigned(Policies.rendezvous(key, c.worker(i).id()),
         Policies.rendezvous(key, c.worker(j).id())) > 0;
+  }
+
+  /**
+   * Between two tied candidates that hold different amounts of the prompt: positive if {@code i} holds more than
+   * {@code j}, negative if less, 0 if the same (then the other tie rules decide).
+   *
+   * <p>A tie means the cost cannot tell the two apart within one engine step, so this request's TTFT does not
+   * choose between them; what differs is what the choice leaves behind. Sending it to the worker that holds less
+   * copies the prefix there: the copy takes cache room the cost prices only once that cache is known to be full
+   * (and not at all in a cache that looks roomy because it is still filling), and it leaves the holder's copy
+   * unused. The holder serves it without a copy. Before this rule these ties went to the worker that took the
+   * fewest new prefixes lately, which is how copies spread: with the tie tolerance fitted from a first burst's
+   * queueing (an intercept of 92 ms at 6 workers, c32, 12 kinds, where one step takes 5-8 ms), a holder 26 ms
+   * cheaper than a cold copy tied with it and lost. A copy still happens whenever the cost or a bound calls for
+   * it: when the holder is dearer by more than a step, or passed over by the tail guard or a load bound.
+   */
+  private int holdsMoreInATie(Candidates c, int i, int j, int maxHitBlocks) {
+    return Double.compare(hit(c, i, maxHitBlocks), hit(c, j, maxHitBlocks));
   }
 
   /**
