@@ -24,8 +24,9 @@ import java.util.Objects;
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
  *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
  *       its last holder, from the router's count of active blocks by holder number). The cache size is the
- *       largest cached tree seen before the tree shrank (an eviction) or the engine reported waiting requests with
- *       fewer free blocks than a prompt needs (it waits for memory, see {@code learnFullFromReport}); the pinned
+ *       largest cached tree seen, which is known to be the capacity once the tree shrank (an eviction) or the
+ *       engine reported waiting requests with fewer free blocks than a prompt needs (it waits for memory, see
+ *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
  *       blocks are the router's bookings
  *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
@@ -40,7 +41,9 @@ import java.util.Objects;
  * could take the request without evicting a warm prefix, so balance never costs the cache. Among the rest the cost
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
  * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
- * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that both hold as much
+ * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that hold different
+ * amounts of the prompt, the tie goes to the one that holds more (no copy the cost cannot tell from serving it
+ * where it is cached, see {@link #holdsMoreInATie}). Between two workers that both hold as much
  * of the prompt as any, the tie goes to the one with fewer prompt tokens waiting for a first token (they share this
  * request's prefill step), then to the one further into its current engine step (see {@link #furtherIntoItsStep}),
  * then fewer active requests (each lengthens every step); otherwise, and then, to the one
@@ -269,7 +272,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         }
       }
     }
-    // Ties (within one engine step): between two workers that both hold as much of the prompt as any, the one with
+    // Ties (within one engine step): between two workers holding different amounts of the prompt, the one holding
+    // more; between two workers that both hold as much of the prompt as any, the one with
     // the fewest prompt tokens waiting for their first token (they share this request's prefill step), then the one
     // further into its current step, then the fewest active requests (each lengthens every step); otherwise, and
     // then, the one that took the fewest new prefixes lately, then by rendezvous hash of the prefix (so copies and
