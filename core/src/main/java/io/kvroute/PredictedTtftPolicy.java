@@ -339,11 +339,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     }
     double price = 0;
     double duplicated = bestHit - hit;
-    double fullness = 0;
-    if (m.filled && duplicated > 0) {
-      // Copying the shared prefix here evicts warm prefixes only beyond the cache's room for them.
-      fullness = Math.min(1, Math.max(0, (m.warmBlocks + duplicated - m.maxCached) / duplicated));
-    }
+    double fullness = duplicated > 0 ? evictedShare(c, i, m, duplicated) : 0;
     fulls[i] = fullness;
     if (duplicated > 0) {
       price = config.evictionPrice() * slope * blockSize * duplicated * fullness;
@@ -352,6 +348,29 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     owns[i] = own;
     costs[i] = ttft + price;
     return costs[i];
+  }
+
+  /**
+   * The share of {@code duplicated} copied blocks that would evict warm prefixes at candidate {@code i}: the part of
+   * the copy beyond the cache's room next to the warm prefixes (the LRU model of the shared prefixes routed there),
+   * and never more than those warm prefixes (a copy into a cache holding nothing warm evicts nothing warm).
+   *
+   * <p>The room is known once the cache is known to be full. Before that, it is taken to be what the largest tree
+   * shows (as for the memory wait, see {@link #memoryCapacity}) only while the worker has more blocks booked than its
+   * largest tree: then the engine has not shown room even for what it has been sent, which is the first instant
+   * of a cold start (every tree empty or filling, every worker busy with its first prompts). Without this, a copy
+   * of a prefix onto a busy worker that is computing other prefixes cost nothing, and the first burst scattered
+   * prefixes over busy workers by queue length alone: at 3 workers, c16, 7 kinds, one kind went to all 3 workers
+   * at t = 0 and one worker took 6 requests of 4 kinds, 3 of which then waited 1.25 s for memory. A worker whose
+   * tree holds all its bookings has shown room, and a copy there is free as before (at 4 clients on 6 workers, the
+   * trees stay small and copies into them keep the load balanced).
+   */
+  private static double evictedShare(Candidates c, int i, Model m, double duplicated) {
+    if (!m.filled && !(c.decodeBlocks(i) * m.footprint > memoryCapacity(m))) {
+      return 0;
+    }
+    double evicted = Math.min(m.warmBlocks, m.warmBlocks + duplicated - m.maxCached);
+    return Math.min(1, Math.max(0, evicted / duplicated));
   }
 
   /**

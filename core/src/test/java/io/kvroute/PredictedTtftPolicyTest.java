@@ -272,6 +272,45 @@ class PredictedTtftPolicyTest {
     return policy.select(c);
   }
 
+  /**
+   * Neither cache is known to be full, nothing is learned yet (costs in tokens). A holds 30 of the prompt's 32 blocks
+   * with 500 tokens queued and one active request: 532. B's largest tree is 40 blocks; when {@code warmAtB}, 30
+   * blocks of another prefix were routed to B (its warm prefixes). While B has {@code bookedB} = 100 blocks booked,
+   * more than its tree, B has not shown room for a copy: copying A's 30 blocks evicts min(30 warm, 30 + 30 - 40) =
+   * 20 warm blocks, priced at their prefill (20 x 16 = 320 tokens), so B costs 512 + 320 = 832 and A wins (within
+   * its own 32 tokens of B's 512: not passed over by the tail guard). With 32 booked, within its tree, the copy is
+   * free and B's 512 wins; with nothing warm at B, it evicts nothing warm, and B wins too.
+   */
+  @Test
+  void aCopyOntoAWorkerBookedBeyondItsLargestTreeIsPricedUpToItsWarmPrefixes() {
+    assertEquals(0, copyOntoB(true, 100), "B booked beyond its tree, 30 warm blocks");
+    assertEquals(1, copyOntoB(true, 32), "B's tree holds its bookings: room shown");
+    assertEquals(1, copyOntoB(false, 100), "nothing warm at B to evict");
+  }
+
+  private static int copyOntoB(boolean warmAtB, long bookedB) {
+    RouterPolicy policy = RouterPolicy.predictedTtft();
+    if (warmAtB) {
+      int[] other = Fixtures.prompt(77, 32 * 16);
+      Candidates c = new Candidates();
+      c.reset(RouteRequest.of(other), other.length, 16, BlockHasher.of(16).sequenceHashes(other));
+      c.add(A, 0, 0, 600, null);
+      c.add(B, 30, 30, 40, null);
+      c.admit(new SplittableRandom(1), 0);
+      c.setLoad(0, 0, 0, 32, 0);
+      c.setLoad(1, 0, 0, 32, 0);
+      assertEquals(1, policy.select(c), "B serves its own prefix: 30 blocks warm there");
+    }
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 30, 30, 600, null);
+    c.add(B, 0, 0, 40, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, 500, 32, 1);
+    c.setLoad(1, 0, 0, bookedB, 0);
+    return policy.select(c);
+  }
+
   static Stream<Long> seeds() {
     return LongStream.range(0, 4).boxed();
   }
