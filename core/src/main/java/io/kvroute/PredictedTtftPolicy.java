@@ -31,7 +31,9 @@ import java.util.Objects;
  *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
- *       the worker (unique tails are freed first by the engine and evict nothing warm).
+ *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
+ *       prefixes; before the cache is known full, only while the worker has more booked than its largest tree
+ *       (see {@code evictedShare}).
  * </ul>
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
  * request's own prefill there is passed over (no request waits for a cache longer than using it saves); so is one
@@ -385,8 +387,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
    * predicted to have room; requests sent there waited up to 1.3 s for memory. The pessimistic error is
    * small: a worker's tree only lags the blocks booked there while prompts are queued for prefill, which the cost
    * already counts, and the wait needs a learned service time, so the first instant (no completion yet) is
-   * unaffected. The eviction price still waits for the cache to be known full: a copy into a cache that may still
-   * have room evicts nothing warm that we know of.
+   * unaffected. The eviction price uses this size before the cache is known full only where the worker has more
+   * booked than it (see {@link #evictedShare}): a copy into a tree that holds its bookings has shown room.
    */
   private static double memoryCapacity(Model m) {
     return m.maxCached;
