@@ -35,12 +35,18 @@ import java.util.Objects;
  *       prefixes; before the cache is known full, only while the worker has more booked than its largest tree
  *       (see {@code evictedShare}).
  * </ul>
+ * The cost also charges what a choice costs the other requests (marginal-cost routing): the delay its prefill adds
+ * to those that arrive at the worker and wait behind it ({@link #externality}), and, when the prompt's longest
+ * cached prefix is reused for the first time at a full holder, the room the holder's copy keeps taking once a copy
+ * elsewhere leaves it without users ({@link #holderCopyGoesStale}).
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
- * request's own prefill there is passed over (no request waits for a cache longer than using it saves); so is one
+ * request's own prefill there plus what the fastest choice would cost the others is passed over (no request waits
+ * for a cache longer than using it saves, see {@link #waitsNoLongerThanTheCacheSaves}); so is one
  * whose queued prefill time exceeds {@code (1 + loadSlack)} times the mean plus one cold prefill (bounded loads in
  * time); and so is one whose active requests would exceed {@code ceil((1 + loadSlack) x speed share x all active)}
  * (bounded loads in requests, as in Mirrokni, Thorup and Zadimoghaddam), but only while some worker under its bound
- * could take the request without evicting a warm prefix, so balance never costs the cache. Among the rest the cost
+ * could take the request without evicting a warm prefix or leaving a stale copy, so balance never costs the cache.
+ * Among the rest the cost
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
  * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
  * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that hold different
@@ -96,6 +102,11 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     long maxCached;
     boolean filled;
     long lastSeen;
+    /**
+     * This worker's share of the router's recent selections (an exponential window of {@code learningWindow}
+     * selections), for the rate at which requests arrive there (see {@code externality}).
+     */
+    double routedShare;
     /**
      * When the router last saw this worker end an engine step: its latest first token or completion (both are
      * emitted at the end of a step); {@link Long#MIN_VALUE} before any.
@@ -186,6 +197,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   public synchronized int select(Candidates c) {
     int n = c.size();
     long sweep = ++selections;
+    learnArrivalGap(c.nowNanos());
     int blockSize = c.blockSize();
     int maxHitBlocks = c.requestTokens() > 0 ? (c.requestTokens() - 1) / blockSize : 0;
     double bestHit = 0;
@@ -203,6 +215,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
       owns = new double[costs.length];
       fulls = new double[costs.length];
       overs = new boolean[costs.length];
+      exts = new double[costs.length];
+      stales = new double[costs.length];
+      works = new double[costs.length];
       byCandidate = new Model[costs.length];
     }
     for (int i = 0; i < n; i++) {
@@ -219,11 +234,25 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     }
     double tolerance = Double.isFinite(minIntercept) ? minIntercept : 0;
     double minTtft = Double.POSITIVE_INFINITY;
+    holderCopyGoesStale = holderCopyGoesStale(c, n, bestHit, maxHitBlocks);
+    double shareSum = 0;
+    for (int i = 0; i < n; i++) {
+      shareSum += byCandidate[i].routedShare;
+    }
+    int fastest = 0;
     for (int i = 0; i < n; i++) {
       Model m = byCandidate[i];
       cost(c, i, m, m.blend(m.b, fleetSlope), m.blend(m.a, fleetIntercept), maxHitBlocks, bestHit);
+      exts[i] = externality(i, m, shareSum);
+      costs[i] += exts[i];
       minTtft = Math.min(minTtft, ttfts[i]);
+      if (ttfts[i] < ttfts[fastest]) {
+        fastest = i;
+      }
     }
+    // What the latency-greedy choice would cost the others: the delay its prefill adds behind it and the holder's
+    // copy it leaves stale (see waitsNoLongerThanTheCacheSaves).
+    double othersHarm = exts[fastest] + stales[fastest];
     double totalWork = 0;
     for (int i = 0; i < n; i++) {
       totalWork += ttfts[i] - owns[i];
@@ -238,13 +267,15 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
       Model m = byCandidate[i];
       totalSpeed += 1 / m.blend(m.b, fleetSlope);
     }
-    double roomTtft = Double.POSITIVE_INFINITY; // the lowest TTFT among workers under the bound with room
+    // The lowest cost among workers under the bound that can take the request without evicting a warm prefix or
+    // leaving the holder's copy stale: where balancing is free.
+    double roomCost = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
       Model m = byCandidate[i];
       double share = (1 / m.blend(m.b, fleetSlope)) / totalSpeed;
       overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive);
-      if (!overs[i] && fulls[i] == 0) {
-        roomTtft = Math.min(roomTtft, ttfts[i]);
+      if (!overs[i] && fulls[i] == 0 && stales[i] == 0) {
+        roomCost = Math.min(roomCost, costs[i]);
       }
     }
     int best = -1;
@@ -252,12 +283,12 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     for (int i = 0; i < n; i++) {
       Model m = byCandidate[i];
       double coldOwn = m.blend(m.a, fleetIntercept) + m.blend(m.b, fleetSlope) * c.requestTokens();
-      // A request never waits for a cache longer than its own prefill there takes (so its TTFT stays within its own
-      // prefill time of the latency-greedy choice's), and a worker whose queued work exceeds the bound (in time, by
+      // A request never waits for a cache longer than using it saves (its own prefill there, plus what the
+      // latency-greedy choice would cost the others), and a worker whose queued work exceeds the bound (in time, by
       // its learned speed) is passed over.
-      boolean eligible = ttfts[i] <= minTtft + owns[i]
+      boolean eligible = waitsNoLongerThanTheCacheSaves(ttfts[i], minTtft, owns[i], othersHarm, exts[i])
           && ttfts[i] - owns[i] <= (1 + config.loadSlack()) * meanWork + coldOwn
-          && !(overs[i] && roomTtft - ttfts[i] <= config.loadSlack() * serviceNanos(m));
+          && !(overs[i] && roomCost - costs[i] <= config.loadSlack() * serviceNanos(m));
       c.recordCost(i, eligible ? costs[i] : Double.POSITIVE_INFINITY);
       if (eligible && costs[i] < bestCost) {
         bestCost = costs[i];
@@ -294,6 +325,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         choice = i;
       }
     }
+    learnRoutedShares(n, choice);
     int shared = (int) Math.max(bestHit, hit(c, choice, maxHitBlocks));
     if (shared > 0) {
       Model chosen = byCandidate[choice];
@@ -314,6 +346,14 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
   private double[] owns = new double[8];
   private double[] fulls = new double[8];
   private boolean[] overs = new boolean[8];
+  private double[] exts = new double[8];
+  private double[] stales = new double[8];
+  private double[] works = new double[8];
+  // Whether this selection's longest cached prefix is reused for the first time at its holder (see
+  // holderCopyGoesStale).
+  private boolean holderCopyGoesStale;
+  private long lastSelectionAt = Long.MIN_VALUE;
+  private double meanArrivalGapNanos = Double.NaN;
   // This selection's model of each candidate, by candidate index (one map lookup per candidate per selection).
   private Model[] byCandidate = new Model[8];
   private long selections;
@@ -346,10 +386,103 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     if (duplicated > 0) {
       price = config.evictionPrice() * slope * blockSize * duplicated * fullness;
     }
+    // A copy away from a holder whose copy then goes unused: that copy crowds the holder's cache too.
+    stales[i] = duplicated > 0 && holderCopyGoesStale ? config.evictionPrice() * slope * blockSize * duplicated : 0;
+    price += stales[i];
     ttfts[i] = ttft;
     owns[i] = own;
+    works[i] = slope * uncached;
     costs[i] = ttft + price;
     return costs[i];
+  }
+
+  /**
+   * The delay candidate {@code i}'s prefill would add to the requests that arrive at the worker after this one and
+   * wait behind it, in nanoseconds: the part of a choice's cost that falls on others (marginal-cost routing, as in
+   * Wardrop's system optimum, rather than each request minimising its own latency).
+   *
+   * <p>An engine prefills in arrival order, so this request's prefill work {@code w = b x uncached} delays every
+   * request that reaches the worker before it is done: those arriving while it waits ({@code wait}, the predicted
+   * TTFT less its own prefill) by all of {@code w}, those arriving during its prefill by what is left, {@code w / 2}
+   * on average. With requests arriving at rate {@code lambda}, the expected added delay is
+   * {@code lambda x w x (wait + w / 2)} (a first-order count: the delayed requests' own delay to those behind them
+   * is left out, so it is a lower bound). {@code lambda} is learned: the mean gap between the router's selections
+   * (an exponential window of {@code learningWindow}) and the worker's share of recent selections. The term is
+   * small where prefills are short against the gaps between arrivals (2,371-token prompts at the article's load:
+   * under a tenth of the prefill) and decisive where a recompute takes seconds (the Mooncake trace: 20-40k tokens
+   * recomputed on an idle worker delay everyone who arrives there meanwhile, while waiting at the holder delays
+   * few, because it adds little work).
+   */
+  private double externality(int i, Model m, double shareSum) {
+    if (!(shareSum > 0) || !(meanArrivalGapNanos > 0)) {
+      return 0;
+    }
+    return delayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, works[i], ttfts[i] - owns[i]);
+  }
+
+  /**
+   * The expected delay, in nanoseconds, that {@code work} nanoseconds of prefill started after {@code wait}
+   * nanoseconds adds to requests arriving at {@code rate} per nanosecond and served after it (see
+   * {@link #externality}): {@code rate x work x (wait + work / 2)}.
+   */
+  static double delayToOthers(double rate, double work, double wait) {
+    return rate * work * (wait + work / 2);
+  }
+
+  /**
+   * Whether a request may wait for candidate {@code i}'s cache: its predicted TTFT there exceeds the lowest by at
+   * most its own prefill there plus what the latency-greedy choice would cost the others ({@code othersHarm}: that
+   * choice's externality and stale-copy price), less the externality of this one. No request waits for a cache
+   * longer than using it saves, counting what is saved for everyone: without the others' share, three quarters of
+   * the cached blocks passed over on the Mooncake trace were passed over here (the holder busy with a long prompt,
+   * the request recomputed 20-40k tokens on an idle worker and delayed that worker's next arrivals).
+   */
+  static boolean waitsNoLongerThanTheCacheSaves(double ttft, double minTtft, double own, double othersHarm,
+      double externality) {
+    return ttft <= minTtft + own + Math.max(0, othersHarm - externality);
+  }
+
+  /**
+   * Whether this request's longest cached prefix is reused for the first time at its holder (the holder is known
+   * full and the prefix is not among the shared prefixes the router has sent there): then a copy elsewhere leaves
+   * the holder's copy stale, and the copy is priced twice, for what it evicts where it lands and for the room the
+   * stale copy takes at the holder.
+   *
+   * <p>A prefix shared for the first time was, when it was cached, a request's own tail (the rest of a
+   * conversation, a document, a branch of a prefix tree), and its next user is usually this one: moving this
+   * request moves the prefix's future with it, and the holder's copy, recently used and so kept by LRU for a whole
+   * residence time, displaces as much warm cache there as the new copy does where it lands. A prefix already shared
+   * at the holder (a popular system prompt) keeps its users there, and its copy is priced as before. On the
+   * Mooncake trace, where 1,565 of 1,782 reuses share a strict prefix of an earlier request, this is most reuses; on
+   * the article's grid, only the first reuse of each kind at each worker.
+   */
+  private boolean holderCopyGoesStale(Candidates c, int n, double bestHit, int maxHitBlocks) {
+    if (!(bestHit >= 1)) {
+      return false;
+    }
+    for (int i = 0; i < n; i++) {
+      if (hit(c, i, maxHitBlocks) == bestHit) {
+        Model h = byCandidate[i];
+        return h.filled && !h.warm.containsKey(c.sequenceHash((int) bestHit - 1));
+      }
+    }
+    return false;
+  }
+
+  private void learnArrivalGap(long now) {
+    if (lastSelectionAt != Long.MIN_VALUE && now >= lastSelectionAt) {
+      double gap = now - lastSelectionAt;
+      meanArrivalGapNanos = Double.isNaN(meanArrivalGapNanos) ? gap
+          : meanArrivalGapNanos + (gap - meanArrivalGapNanos) / config.learningWindow();
+    }
+    lastSelectionAt = now;
+  }
+
+  private void learnRoutedShares(int n, int choice) {
+    for (int i = 0; i < n; i++) {
+      byCandidate[i].routedShare *= keep;
+    }
+    byCandidate[choice].routedShare += 1 - keep;
   }
 
   /**

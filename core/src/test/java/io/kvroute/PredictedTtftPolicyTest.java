@@ -85,6 +85,56 @@ class PredictedTtftPolicyTest {
     assertEquals(1, free.select(candidates(PROMPT, 30, 500, 0, 600)), "with no eviction price B wins");
   }
 
+  /** A holds {@code blocksAtA} of {@code prompt} in a tree of {@code cachedOfA} with {@code queuedAtA} queued; B is empty. */
+  private static Candidates heldAtA(int[] prompt, int blocksAtA, long cachedOfA, long queuedAtA) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(prompt), prompt.length, 16, BlockHasher.of(16).sequenceHashes(prompt));
+    c.add(A, blocksAtA, blocksAtA, cachedOfA, null);
+    c.add(B, 0, 0, 0, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, queuedAtA, 32, 1);
+    c.setLoad(1, 0, 0, 32, 0);
+    return c;
+  }
+
+  /**
+   * A copy away from a full holder whose prefix is reused there for the first time is priced for the stale copy it
+   * leaves: A (500 queued + 32 uncached = 532 tokens) against an empty B (512, recomputing; its room holds the copy,
+   * so no eviction price) costs B 512 + 30 x 16 = 992, and A wins. When the prefix was already shared at A (a
+   * selection served it there from cache), its copy at A keeps its users and B wins as before.
+   */
+  @Test
+  void aCopyThatLeavesTheHoldersCopyStaleIsPricedForIt() {
+    RouterPolicy firstReuse = RouterPolicy.predictedTtft();
+    RouterPolicy shared = RouterPolicy.predictedTtft();
+    assertEquals(0, shared.select(heldAtA(PROMPT, 30, 600, 0)), "A: 32 tokens against B's 512");
+    for (RouterPolicy p : List.of(firstReuse, shared)) {
+      p.select(heldAtA(Fixtures.prompt(7, 512), 0, 600, 0));
+      p.select(heldAtA(Fixtures.prompt(8, 512), 0, 590, 0)); // A's tree shrank: A is full
+    }
+    assertEquals(0, firstReuse.select(heldAtA(PROMPT, 30, 590, 500)));
+    assertEquals(1, shared.select(heldAtA(PROMPT, 30, 590, 500)));
+  }
+
+  @Test
+  void aRequestWaitsForACacheAsLongAsItSavesItselfAndTheOthers() {
+    // A holder at 632 against the fastest 512, own prefill 32: passed over alone (632 > 544), kept when the
+    // fastest choice would cost the others 100 (632 <= 644), unless this choice costs them 95 itself (632 > 549).
+    assertTrue(!PredictedTtftPolicy.waitsNoLongerThanTheCacheSaves(632, 512, 32, 0, 0));
+    assertTrue(PredictedTtftPolicy.waitsNoLongerThanTheCacheSaves(632, 512, 32, 100, 0));
+    assertTrue(!PredictedTtftPolicy.waitsNoLongerThanTheCacheSaves(632, 512, 32, 100, 95));
+    assertTrue(PredictedTtftPolicy.waitsNoLongerThanTheCacheSaves(544, 512, 32, 0, 0), "exactly its own prefill");
+  }
+
+  @Test
+  void aPrefillDelaysWhoArrivesWhileItWaitsByAllOfItAndDuringItByHalf() {
+    // One arrival per second, 2 s of prefill after 1 s of waiting: 1 arrival delayed 2 s while it waits, 2 during
+    // the prefill delayed 1 s on average: 4 s.
+    assertEquals(4e9, PredictedTtftPolicy.delayToOthers(1e-9, 2e9, 1e9), 1);
+    assertEquals(0, PredictedTtftPolicy.delayToOthers(0, 2e9, 1e9), "no arrivals, nobody delayed");
+    assertEquals(0, PredictedTtftPolicy.delayToOthers(1e-9, 0, 1e9), "a full hit adds no work");
+  }
+
   /** A and B with their held blocks, queued prefill tokens and active requests; caches of 600 blocks. */
   private static Candidates tied(int[] prompt, int heldA, long queuedA, int activeA, int heldB, long queuedB,
       int activeB) {
