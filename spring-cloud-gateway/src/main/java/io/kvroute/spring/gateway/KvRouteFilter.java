@@ -372,6 +372,13 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
       }
       FirstTokenWatch w = watch;
       if (w == null) {
+        var status = getStatusCode();
+        if (status != null && status.is5xxServerError()) {
+          // An error body holds no token; firstToken() would report the worker alive and undo the failure
+          // reported when the response completes, so that a worker answering only 5xx was never ejected.
+          routing = null;
+          return;
+        }
         MediaType type = getHeaders().getContentType();
         w = new FirstTokenWatch(type != null && MediaType.TEXT_EVENT_STREAM.isCompatibleWith(type));
         watch = w;
