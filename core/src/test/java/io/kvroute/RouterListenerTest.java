@@ -215,6 +215,51 @@ class RouterListenerTest {
   }
 
   @Test
+  void aThrowingRegistryListenerNeitherBreaksTheChangeNorSilencesTheListenersAfterIt() {
+    Router router = Router.newBuilder().ticker(ticker).build();
+    RouterListener thrower = new RouterListener() {
+      @Override
+      public void onWorkerAdded(Worker worker) {
+        throw new IllegalStateException("boom");
+      }
+
+      @Override
+      public void onWorkerRemoved(Worker worker) {
+        throw new IllegalStateException("boom");
+      }
+
+      @Override
+      public void onWorkerUpdated(Worker worker) {
+        throw new IllegalStateException("boom");
+      }
+    };
+    List<String> heard = Collections.synchronizedList(new ArrayList<>());
+    router.workers().addListener(thrower);
+    router.workers().addListener(new RouterListener() {
+      @Override
+      public void onWorkerAdded(Worker worker) {
+        heard.add("added " + worker.id().name());
+      }
+
+      @Override
+      public void onWorkerRemoved(Worker worker) {
+        heard.add("removed " + worker.id().name());
+      }
+
+      @Override
+      public void onWorkerUpdated(Worker worker) {
+        heard.add("updated " + worker.id().name());
+      }
+    });
+    router.addWorker(Worker.of(A));
+    router.workers().update(Worker.of(A, URI.create("http://127.0.0.1:1")));
+    assertTrue(router.updateLoad(A, new EngineLoad(1, 0, 0.5, 7)));
+    assertTrue(router.removeWorker(A));
+    assertEquals(List.of("added a", "updated a", "updated a", "removed a"), heard);
+    assertEquals(0, router.workers().size());
+  }
+
+  @Test
   void aLoadUpdateIsReportedAsAWorkerUpdate() {
     List<String> updates = Collections.synchronizedList(new ArrayList<>());
     Router router = Router.newBuilder().listener(new RouterListener() {
