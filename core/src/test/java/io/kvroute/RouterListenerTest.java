@@ -260,6 +260,28 @@ class RouterListenerTest {
   }
 
   @Test
+  void aRemovedWorkersRequestReportsNoHealthChangeForIt() {
+    List<String> changes = Collections.synchronizedList(new ArrayList<>());
+    Router router = Router.newBuilder().ticker(ticker).listener(new RouterListener() {
+      @Override
+      public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
+        changes.add(worker.name() + " " + from + " -> " + to);
+      }
+    }).build();
+    router.addWorker(Worker.of(A));
+    Routing inFlight = router.select(Fixtures.prompt(7, 64));
+    router.reportFailure(A, FailureKind.TIMEOUT);
+    assertEquals(List.of("a HEALTHY -> SUSPECT"), changes);
+    assertTrue(router.removeWorker(A));
+    inFlight.firstToken(); // a token proves a suspect worker alive, but this one is gone
+    inFlight.close();
+    assertEquals(List.of("a HEALTHY -> SUSPECT"), changes, "a change reported for a worker no longer registered");
+    router.addWorker(Worker.of(A)); // the same id again: a new registration, healthy, with nothing to report
+    assertEquals(HealthState.HEALTHY, router.health(A));
+    assertEquals(1, changes.size());
+  }
+
+  @Test
   void aLoadUpdateIsReportedAsAWorkerUpdate() {
     List<String> updates = Collections.synchronizedList(new ArrayList<>());
     Router router = Router.newBuilder().listener(new RouterListener() {
