@@ -171,7 +171,7 @@ public final class OkHttpTokenizer implements Tokenizer {
    * <p>This implementation copies the body's {@code model}, {@code prompt} or {@code messages}, and the chat
    * template options ({@code tools}, {@code add_generation_prompt}, {@code chat_template_kwargs}, …) into the
    * tokenize request as written, so that content parts and tools are tokenized as the server will see them; token
-   * id prompts are returned without a call.
+   * id prompts are returned without a call. A member whose value is JSON {@code null} counts as absent.
    */
   @Override
   public int[] tokenizeRequest(byte[] requestBody) throws IOException {
@@ -181,6 +181,9 @@ public final class OkHttpTokenizer implements Tokenizer {
     } catch (JsonException e) {
       throw new IllegalArgumentException("the request body is not a valid JSON object: " + e.getMessage(), e);
     }
+    // A JSON null counts as absent, as in OpenAiRequest and in OpenAI's and vLLM's servers: a chat body with
+    // "prompt": null was refused for holding both prompt and messages.
+    members.values().removeIf("null"::equals);
     String rawModel = members.get("model");
     String model = rawModel == null ? null : modelName(Json.parse(rawModel));
     String prompt = members.get("prompt");
