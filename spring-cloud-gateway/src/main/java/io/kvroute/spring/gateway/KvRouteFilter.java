@@ -221,7 +221,9 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
     }
     long routed = System.nanoTime();
     safely(() -> observer.onRouted(routing, routed - prepared.startNanos));
-    return chain.filter(exchange)
+    // Deferred: a filter further down that throws instead of returning an error must not skip doFinally, which
+    // releases the routing (its booking would otherwise stay until the booking timeout).
+    return Mono.defer(() -> chain.filter(exchange))
         .doOnSuccess(ignored -> {
           var status = exchange.getResponse().getStatusCode();
           if (status != null && status.is5xxServerError()) {
