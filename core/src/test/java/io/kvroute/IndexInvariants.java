@@ -133,8 +133,8 @@ public final class IndexInvariants {
     if (used != chained) {
       throw new IllegalStateException(chained + " chained entries but " + used + " probe slots in use");
     }
-    if (used * 3L > probe.length * 2L) {
-      throw new IllegalStateException(used + " of " + probe.length + " probe slots in use: over 2/3");
+    if (used * 2L > probe.length) {
+      throw new IllegalStateException(used + " of " + probe.length + " probe slots in use: over half");
     }
     int lruCount = 0;
     for (int e = t.lruHead; e != NIL; e = (int) table[e * STRIDE + LRU]) {
