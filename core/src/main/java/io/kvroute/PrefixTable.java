@@ -467,7 +467,7 @@ final class PrefixTable {
   }
 
   /**
-   * Makes a non-orphan entry matchable: it joins the sequence chain, unless the chain already holds an entry of the
+   * Makes a non-orphan entry matchable: it joins the sequence probe table, unless that already holds an entry of the
    * same worker and tier for this content; then it becomes that entry's shadow.
    */
   private void linkContent(int e, int slotTier, long seq) {
@@ -503,8 +503,8 @@ final class PrefixTable {
   }
 
   /**
-   * Undoes {@link #linkContent}: a shadow leaves its group; a chained entry leaves the chain, and one of its shadows
-   * takes its place.
+   * Undoes {@link #linkContent}: a shadow leaves its group; a chained entry leaves the probe table, and one of its
+   * shadows takes its place.
    */
   private void unlinkContent(int e) {
     int base = e * STRIDE;
