@@ -1,7 +1,6 @@
 package io.kvroute;
 
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
-import java.util.ArrayDeque;
 import java.util.Arrays;
 
 /**
@@ -30,8 +29,9 @@ import java.util.Arrays;
  * itself (its store order is no longer the order of use once renewals skip it); and the router's own predictions
  * are dropped, oldest first, once they name more than twice that many blocks.
  *
- * <p>Peer replicas' predictions ({@link #recordRemote}, from a {@link SharedLoad} port) are kept in a queue of their
- * own, bounded by the budget, and expired by the thread that delivers them ({@link #expireRemote}), so that a
+ * <p>Peer replicas' predictions ({@link #recordRemote}, from a {@link SharedLoad} port) are kept in a list of their
+ * own (a peer's prompt predicted again on the same worker renews its node, with no index write; any other is stored
+ * whole), bounded by the budget, and expired by the thread that delivers them ({@link #expireRemote}), so that a
  * selection does not spend the index writes of removing its peers' predictions (as many as recording them took);
  * {@link #expire} removes a peer's prediction only once it is {@value #REMOTE_SLACK_NANOS} ns past its time to live
  * with no delivery since to expire it (a peer gone quiet).
@@ -49,12 +49,14 @@ final class Predictions {
   // Guarded by the admission lock. The router's own predictions: a list by last renewal (head: least recent) and a
   // map from (worker slot, the sequence hash of a node's last block) to the node ending there.
   private final Long2ObjectOpenHashMap<Node> byEnd = new Long2ObjectOpenHashMap<>();
-  private Node head;
-  private Node tail;
+  private final NodeList local = new NodeList();
   private long blocks;
-  private final ArrayDeque<Prediction> remoteQueue = new ArrayDeque<>();
+  // Peers' predictions: roots only, by last renewal, and by (slot, last block) as above.
+  private final Long2ObjectOpenHashMap<Node> remoteByEnd = new Long2ObjectOpenHashMap<>();
+  private final NodeList remote = new NodeList();
   private long remoteBlocks;
   // Counters for tests and benchmarks: nodes renewed without an index write, extended, and stored whole.
+  long remoteRenewed;
   long renewed;
   long extended;
   long storedWhole;
@@ -118,7 +120,7 @@ final class Predictions {
     if (previous != null) {
       previous.mapped = false; // an older node ending there (stored before its prefix's entries were dropped)
     }
-    append(node);
+    local.append(node);
     blocks += own.length;
     if (at == null) {
       storedWhole++;
@@ -137,10 +139,24 @@ final class Predictions {
     if (count == 0) {
       return;
     }
+    long expiresAt = nowNanos + ttlNanos;
+    long key = key(state.predictedSlot, hashes[count - 1]);
+    Node at = remoteByEnd.get(key);
+    if (at != null && at.state == state && at.end == count && at.lastHash() == hashes[count - 1]) {
+      remoteRenewed++;
+      at.expiresAtNanos = expiresAt;
+      remote.moveToTail(at);
+      return;
+    }
     makeRoom(count);
     long[] copy = count == hashes.length ? hashes : Arrays.copyOf(hashes, count);
     index.storeSequence(state.predictedSlot, copy, count);
-    remoteQueue.addLast(new Prediction(nowNanos + ttlNanos, state, copy));
+    Node node = new Node(state, copy, count, null, expiresAt);
+    Node previous = remoteByEnd.put(key, node);
+    if (previous != null) {
+      previous.mapped = false;
+    }
+    remote.append(node);
     remoteBlocks += count;
     empty = false;
   }
@@ -148,11 +164,10 @@ final class Predictions {
   /** Drops expired predictions, and the oldest beyond twice the budget; under the admission lock. */
   void expire(long nowNanos) {
     Node n;
-    while ((n = head) != null && (n.expiresAtNanos - nowNanos <= 0 || blocks > 2L * budget)) {
+    while ((n = local.head) != null && (n.expiresAtNanos - nowNanos <= 0 || blocks > 2L * budget)) {
       dropHead();
     }
-    Prediction p;
-    while ((p = remoteQueue.peekFirst()) != null && p.expiresAtNanos + REMOTE_SLACK_NANOS - nowNanos <= 0) {
+    while ((n = remote.head) != null && n.expiresAtNanos + REMOTE_SLACK_NANOS - nowNanos <= 0) {
       dropRemoteHead();
     }
     updateEmpty();
@@ -160,8 +175,8 @@ final class Predictions {
 
   /** Drops peers' expired predictions, and their oldest beyond the budget; under the admission lock. */
   void expireRemote(long nowNanos) {
-    Prediction p;
-    while ((p = remoteQueue.peekFirst()) != null && (p.expiresAtNanos - nowNanos <= 0 || remoteBlocks > budget)) {
+    Node n;
+    while ((n = remote.head) != null && (n.expiresAtNanos - nowNanos <= 0 || remoteBlocks > budget)) {
       dropRemoteHead();
     }
     updateEmpty();
@@ -173,8 +188,8 @@ final class Predictions {
    */
   private void makeRoom(int newBlocks) {
     while ((long) index.size() + newBlocks > budget) {
-      Node n = head;
-      Prediction p = remoteQueue.peekFirst();
+      Node n = local.head;
+      Node p = remote.head;
       if (n == null && p == null) {
         return;
       }
@@ -187,8 +202,8 @@ final class Predictions {
   }
 
   private void dropHead() {
-    Node n = head;
-    unlink(n);
+    Node n = local.head;
+    local.unlink(n);
     blocks -= n.hashes.length;
     if (n.mapped) {
       byEnd.remove(key(n.state.predictedSlot, n.lastHash()));
@@ -197,13 +212,17 @@ final class Predictions {
   }
 
   private void dropRemoteHead() {
-    Prediction p = remoteQueue.pollFirst();
-    remoteBlocks -= p.hashes.length;
-    remove(p.state, p.hashes);
+    Node n = remote.head;
+    remote.unlink(n);
+    remoteBlocks -= n.hashes.length;
+    if (n.mapped) {
+      remoteByEnd.remove(key(n.state.predictedSlot, n.lastHash()));
+    }
+    remove(n.state, n.hashes);
   }
 
   private void updateEmpty() {
-    if (head == null && remoteQueue.isEmpty() && !empty) {
+    if (local.head == null && remote.head == null && !empty) {
       empty = true;
     }
   }
@@ -212,37 +231,8 @@ final class Predictions {
   private void renew(Node node, long expiresAt) {
     for (Node n = node; n != null; n = n.parent) {
       n.expiresAtNanos = expiresAt;
-      if (n != tail) {
-        unlink(n);
-        append(n);
-      }
+      local.moveToTail(n);
     }
-  }
-
-  private void append(Node n) {
-    n.prev = tail;
-    n.next = null;
-    if (tail == null) {
-      head = n;
-    } else {
-      tail.next = n;
-    }
-    tail = n;
-  }
-
-  private void unlink(Node n) {
-    if (n.prev == null) {
-      head = n.next;
-    } else {
-      n.prev.next = n.next;
-    }
-    if (n.next == null) {
-      tail = n.prev;
-    } else {
-      n.next.prev = n.prev;
-    }
-    n.prev = null;
-    n.next = null;
   }
 
   private void remove(WorkerRegistry.WorkerState state, long[] hashes) {
@@ -290,5 +280,42 @@ final class Predictions {
     }
   }
 
-  private record Prediction(long expiresAtNanos, WorkerRegistry.WorkerState state, long[] hashes) {}
+  /** An intrusive doubly linked list of nodes, head the least recently renewed. */
+  private static final class NodeList {
+    Node head;
+    Node tail;
+
+    void append(Node n) {
+      n.prev = tail;
+      n.next = null;
+      if (tail == null) {
+        head = n;
+      } else {
+        tail.next = n;
+      }
+      tail = n;
+    }
+
+    void unlink(Node n) {
+      if (n.prev == null) {
+        head = n.next;
+      } else {
+        n.prev.next = n.next;
+      }
+      if (n.next == null) {
+        tail = n.prev;
+      } else {
+        n.next.prev = n.prev;
+      }
+      n.prev = null;
+      n.next = null;
+    }
+
+    void moveToTail(Node n) {
+      if (n != tail) {
+        unlink(n);
+        append(n);
+      }
+    }
+  }
 }

@@ -66,6 +66,40 @@ class PredictionsModelTest {
     IndexInvariants.check(predictions.index());
   }
 
+  /**
+   * A peer's predictions, delivered through the router's {@link RemoteLoad} view, against the same model: the
+   * delivering thread expires them at the TTL, and one predicted again on the same worker is renewed in place.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void peersPredictionsAreTheirLastDeliveryWithinTheTtl(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().ticker(ticker).randomSeed(seed)
+        .policy(RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofMillis(TTL_MS), 1 << 20)).build();
+    List<WorkerId> workers = List.of(WorkerId.of("w0"), WorkerId.of("w1"), WorkerId.of("w2"));
+    workers.forEach(w -> router.addWorker(Worker.of(w)));
+    List<int[]> pool = pool(random);
+    BlockHasher hasher = BlockHasher.of(BLOCK);
+    Map<WorkerId, Map<Long, Long>> lastPredicted = new HashMap<>();
+    long nowMs = 0;
+    for (int step = 0; step < 600; step++) {
+      long[] hashes = hasher.sequenceHashes(pool.get(random.nextInt(pool.size())));
+      WorkerId worker = workers.get(random.nextInt(workers.size()));
+      router.remoteLoad().predicted(worker, hashes, hashes.length);
+      Map<Long, Long> predicted = lastPredicted.computeIfAbsent(worker, w -> new HashMap<>());
+      for (long h : hashes) {
+        predicted.put(h, nowMs);
+      }
+      assertSameAsModel(router, workers, pool, hasher, lastPredicted, nowMs, "delivery " + step);
+      long advance = random.nextInt(4) == 0 ? random.nextLong(TTL_MS / 2) : random.nextLong(200);
+      ticker.advance(Duration.ofMillis(advance));
+      nowMs += advance;
+    }
+    assertTrue(router.predictions().remoteRenewed > 0, "renewed " + router.predictions().remoteRenewed);
+    IndexInvariants.check(router.predictions().index());
+  }
+
   /** With a budget far below the workload, the index never holds more and stays consistent. */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
