@@ -111,8 +111,12 @@ final class Predictions {
       renew(at, expiresAt);
       return;
     }
+    makeRoom(count - (at == null ? 0 : at.end));
+    if (at != null && at.dropped) {
+      at = null; // making room dropped the prefix it extends (the least recently renewed): store the prompt whole
+      makeRoom(count);
+    }
     int from = at == null ? 0 : at.end;
-    makeRoom(count - from);
     long[] own = Arrays.copyOfRange(hashes, from, count);
     index.storeSequence(slot, own, own.length);
     Node node = new Node(state, own, count, at, expiresAt);
@@ -204,6 +208,7 @@ final class Predictions {
   private void dropHead() {
     Node n = local.head;
     local.unlink(n);
+    n.dropped = true;
     blocks -= n.hashes.length;
     if (n.mapped) {
       byEnd.remove(key(n.state.predictedSlot, n.lastHash()));
@@ -264,6 +269,7 @@ final class Predictions {
     final Node parent;
     long expiresAtNanos;
     boolean mapped = true;
+    boolean dropped;
     Node prev;
     Node next;
 

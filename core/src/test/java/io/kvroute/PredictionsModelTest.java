@@ -131,6 +131,34 @@ class PredictionsModelTest {
   }
 
   /**
+   * Extending a prefix that making room for the extension drops (it is the least recently renewed prediction) stores
+   * the prompt whole instead: the prompt just routed is predicted entire.
+   */
+  @org.junit.jupiter.api.Test
+  void anExtensionWhosePrefixIsDroppedToMakeRoomIsStoredWhole() {
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().ticker(ticker).randomSeed(1)
+        .policy(RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofMillis(TTL_MS), 12)).build();
+    WorkerId w = WorkerId.of("w0");
+    router.addWorker(Worker.of(w));
+    int[] other = Fixtures.prompt(1, 4 * BLOCK);
+    int[] prefix = Fixtures.prompt(2, 6 * BLOCK);
+    int[] extended = Fixtures.concat(prefix, Fixtures.prompt(3, 3 * BLOCK));
+    for (int[] prompt : List.of(other, prefix, other, extended)) { // the second `other` leaves `prefix` oldest
+      router.select(prompt).close();
+      ticker.advance(Duration.ofMillis(1));
+    }
+    KvIndexer index = router.predictions().index();
+    PrefixMatch m = index.findMatches(BlockHasher.of(BLOCK).sequenceHashes(extended)).get(w);
+    assertEquals(9, m == null ? 0 : m.blocks());
+    assertEquals(9, index.stats().entries(), "the budget of 12 held the 9 blocks alone");
+    assertEquals(1, router.predictions().nodes());
+    router.select(Fixtures.prompt(4, BLOCK)).close(); // the list still works: the new prediction evicts nothing
+    assertEquals(10, index.stats().entries());
+    IndexInvariants.check(index);
+  }
+
+  /**
    * Prompts of 1 to 12 blocks: a few exact repeats, prefixes shared by several tails, and conversations whose every
    * turn extends the previous one (sometimes by less than a block, which hashes the same).
    */
