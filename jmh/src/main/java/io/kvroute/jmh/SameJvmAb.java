@@ -153,7 +153,8 @@ public final class SameJvmAb {
         // SharedLoadBenchmark.select's state with sync=NONE: an approximate-mode router, 16 workers, 2,048-token
         // prompts, 64 requests in flight (the benchmark's peer) beside the measured one. "approx": 512 random
         // prompts (each repeats every 512 selections); "approxShared": 16 kinds of 1,024-token prefix, each with 32
-        // random 1,024-token tails; "approxChat": conversations of 16 turns of 128 tokens, 32 conversations.
+        // random 1,024-token tails; "approxTails": the same prefixes with a fresh random tail on every request;
+        // "approxChat": conversations of 16 turns of 128 tokens, 32 conversations.
         router = Router.newBuilder().policy(io.kvroute.RouterPolicy.approximate()).randomSeed(Workload.SEED).build();
         for (WorkerId id : Workload.workers(16)) {
           router.addWorker(Worker.of(id));
@@ -166,7 +167,7 @@ public final class SameJvmAb {
         for (int i = 0; i < prompts.length; i++) {
           if (kind.equals("approx")) {
             prompts[i] = Workload.tokens(random, 2048);
-          } else if (kind.equals("approxShared")) {
+          } else if (kind.equals("approxShared") || kind.equals("approxTails")) {
             int[] p = Arrays.copyOf(prefixes[i % 16], 2048);
             System.arraycopy(Workload.tokens(random, 1024), 0, p, 1024, 1024);
             prompts[i] = p;
@@ -212,13 +213,22 @@ public final class SameJvmAb {
         case "approx":
         case "approxShared":
         case "approxChat":
+        case "approxTails":
           for (int i = 0; i < reps; i++) {
             int at = next++;
             int slot = at & 63;
             if (open[slot] != null) {
               open[slot].close();
             }
-            Routing routing = router.select(prompts[at & (prompts.length - 1)]);
+            int[] prompt = prompts[at & (prompts.length - 1)];
+            if (kind.equals("approxTails")) { // a fresh tail each time (the stored one salted): nothing repeats
+              prompt = prompt.clone();
+              int salt = (at + 1) << 8;
+              for (int t = 1024; t < prompt.length; t++) {
+                prompt[t] ^= salt;
+              }
+            }
+            Routing routing = router.select(prompt);
             routing.firstToken();
             open[slot] = routing;
             sink0 += routing.matchedBlocks();
