@@ -2,6 +2,7 @@ package io.kvroute;
 
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Approximate mode: the router's own predictions of what each worker caches, namely the prompts it routed there,
@@ -101,7 +102,7 @@ final class Predictions {
     }
     long expiresAt = nowNanos + ttlNanos;
     int slot = state.predictedSlot;
-    Node at = matched > 0 ? byEnd.get(key(slot, hashes[Math.min(matched, count) - 1])) : null;
+    @Nullable Node at = matched > 0 ? byEnd.get(key(slot, hashes[Math.min(matched, count) - 1])) : null;
     if (at != null && (at.state != state || at.end != Math.min(matched, count)
         || at.lastHash() != hashes[at.end - 1])) {
       at = null; // another registration in the slot, or a hash collision: store the prompt whole
@@ -145,7 +146,7 @@ final class Predictions {
     }
     long expiresAt = nowNanos + ttlNanos;
     long key = key(state.predictedSlot, hashes[count - 1]);
-    Node at = remoteByEnd.get(key);
+    @Nullable Node at = remoteByEnd.get(key);
     if (at != null && at.state == state && at.end == count && at.lastHash() == hashes[count - 1]) {
       remoteRenewed++;
       at.expiresAtNanos = expiresAt;
@@ -234,7 +235,7 @@ final class Predictions {
 
   /** Moves the node, then each of its ancestors, to the tail, with the new expiry. */
   private void renew(Node node, long expiresAt) {
-    for (Node n = node; n != null; n = n.parent) {
+    for (@Nullable Node n = node; n != null; n = n.parent) {
       n.expiresAtNanos = expiresAt;
       local.moveToTail(n);
     }
@@ -266,14 +267,14 @@ final class Predictions {
     final WorkerRegistry.WorkerState state;
     final long[] hashes;
     final int end;
-    final Node parent;
+    final @Nullable Node parent;
     long expiresAtNanos;
     boolean mapped = true;
     boolean dropped;
-    Node prev;
-    Node next;
+    @Nullable Node prev;
+    @Nullable Node next;
 
-    Node(WorkerRegistry.WorkerState state, long[] hashes, int end, Node parent, long expiresAtNanos) {
+    Node(WorkerRegistry.WorkerState state, long[] hashes, int end, @Nullable Node parent, long expiresAtNanos) {
       this.state = state;
       this.hashes = hashes;
       this.end = end;
@@ -288,8 +289,8 @@ final class Predictions {
 
   /** An intrusive doubly linked list of nodes, head the least recently renewed. */
   private static final class NodeList {
-    Node head;
-    Node tail;
+    @Nullable Node head;
+    @Nullable Node tail;
 
     void append(Node n) {
       n.prev = tail;
