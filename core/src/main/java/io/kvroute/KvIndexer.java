@@ -765,6 +765,11 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     }
   }
 
+  /** Entries in the index; a racy read unless the caller is the only writer (the prediction index's owner). */
+  int size() {
+    return entries.size;
+  }
+
   /** Entries held by the worker in {@code slot}; racy read, used for tie-breaking only. */
   int entriesOfSlot(int slot) {
     return entries.entriesOfSlot(slot);
