@@ -24,13 +24,16 @@ import java.util.Objects;
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
  *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
  *       its last holder, from the router's count of active blocks by holder number). The cache size is the
- *       largest cached tree seen before the tree shrank (an eviction) or the engine reported waiting requests with
- *       fewer free blocks than a prompt needs (it waits for memory, see {@code learnFullFromReport}); the pinned
+ *       largest cached tree seen, which is known to be the capacity once the tree shrank (an eviction) or the
+ *       engine reported waiting requests with fewer free blocks than a prompt needs (it waits for memory, see
+ *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
  *       blocks are the router's bookings
  *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
- *       the worker (unique tails are freed first by the engine and evict nothing warm).
+ *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
+ *       prefixes; before the cache is known full, only while the worker has more booked than its largest tree
+ *       (see {@code evictedShare}).
  * </ul>
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
  * request's own prefill there is passed over (no request waits for a cache longer than using it saves); so is one
@@ -40,7 +43,9 @@ import java.util.Objects;
  * could take the request without evicting a warm prefix, so balance never costs the cache. Among the rest the cost
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
  * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
- * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that both hold as much
+ * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that hold different
+ * amounts of the prompt, the tie goes to the one that holds more (no copy the cost cannot tell from serving it
+ * where it is cached, see {@link #holdsMoreInATie}). Between two workers that both hold as much
  * of the prompt as any, the tie goes to the one with fewer prompt tokens waiting for a first token (they share this
  * request's prefill step), then to the one further into its current engine step (see {@link #furtherIntoItsStep}),
  * then fewer active requests (each lengthens every step); otherwise, and then, to the one
@@ -269,7 +274,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         }
       }
     }
-    // Ties (within one engine step): between two workers that both hold as much of the prompt as any, the one with
+    // Ties (within one engine step): between two workers holding different amounts of the prompt, the one holding
+    // more; between two workers that both hold as much of the prompt as any, the one with
     // the fewest prompt tokens waiting for their first token (they share this request's prefill step), then the one
     // further into its current step, then the fewest active requests (each lengthens every step); otherwise, and
     // then, the one that took the fewest new prefixes lately, then by rendezvous hash of the prefix (so copies and
@@ -283,7 +289,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
         continue;
       }
       boolean holders = bestHit > 0 && hit(c, i, maxHitBlocks) == bestHit && hit(c, choice, maxHitBlocks) == bestHit;
-      if (breaksTie(c, i, choice, key, holders)) {
+      int byHeld = holdsMoreInATie(c, i, choice, maxHitBlocks);
+      if (byHeld != 0 ? byHeld > 0 : breaksTie(c, i, choice, key, holders)) {
         choice = i;
       }
     }
@@ -319,12 +326,14 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     int active = c.activeRequests(i);
     double own = intercept + slope * uncached;
     double ttft = own + slope * c.prefillTokens(i);
-    if (m.filled && !Double.isNaN(m.serviceNanos)) {
+    if (!Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
       // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
-      // holder (a request's own tail and output with it, a shared prefix with the last request sharing it).
+      // holder (a request's own tail and output with it, a shared prefix with the last request sharing it). The
+      // cache holds at least the largest tree seen; until it is known to be full, that is also the size assumed
+      // (see memoryCapacity).
       double pinned = c.decodeBlocks(i) * m.footprint;
-      double over = pinned - m.maxCached;
+      double over = pinned - memoryCapacity(m);
       if (over > 0 && active > 0) {
         long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
         ttft += finishing(c, i, active, (m.footprint - 1) * booked, over) * m.serviceNanos / active;
@@ -332,11 +341,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     }
     double price = 0;
     double duplicated = bestHit - hit;
-    double fullness = 0;
-    if (m.filled && duplicated > 0) {
-      // Copying the shared prefix here evicts warm prefixes only beyond the cache's room for them.
-      fullness = Math.min(1, Math.max(0, (m.warmBlocks + duplicated - m.maxCached) / duplicated));
-    }
+    double fullness = duplicated > 0 ? evictedShare(c, i, m, duplicated) : 0;
     fulls[i] = fullness;
     if (duplicated > 0) {
       price = config.evictionPrice() * slope * blockSize * duplicated * fullness;
@@ -345,6 +350,48 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     owns[i] = own;
     costs[i] = ttft + price;
     return costs[i];
+  }
+
+  /**
+   * The share of {@code duplicated} copied blocks that would evict warm prefixes at candidate {@code i}: the part of
+   * the copy beyond the cache's room next to the warm prefixes (the LRU model of the shared prefixes routed there),
+   * and never more than those warm prefixes (a copy into a cache holding nothing warm evicts nothing warm).
+   *
+   * <p>The room is known once the cache is known to be full. Before that, it is taken to be what the largest tree
+   * shows (as for the memory wait, see {@link #memoryCapacity}) only while the worker has more blocks booked than its
+   * largest tree: then the engine has not shown room even for what it has been sent, which is the first instant
+   * of a cold start (every tree empty or filling, every worker busy with its first prompts). Without this, a copy
+   * of a prefix onto a busy worker that is computing other prefixes cost nothing, and the first burst scattered
+   * prefixes over busy workers by queue length alone: at 3 workers, c16, 7 kinds, one kind went to all 3 workers
+   * at t = 0 and one worker took 6 requests of 4 kinds, 3 of which then waited 1.25 s for memory. A worker whose
+   * tree holds all its bookings has shown room, and a copy there is free as before (at 4 clients on 6 workers, the
+   * trees stay small and copies into them keep the load balanced).
+   */
+  private static double evictedShare(Candidates c, int i, Model m, double duplicated) {
+    if (!m.filled && !(c.decodeBlocks(i) * m.footprint > memoryCapacity(m))) {
+      return 0;
+    }
+    double evicted = Math.min(m.warmBlocks, m.warmBlocks + duplicated - m.maxCached);
+    return Math.min(1, Math.max(0, evicted / duplicated));
+  }
+
+  /**
+   * The cache size, in blocks, the memory wait assumes for a worker: the largest cached tree seen, also before the
+   * cache is known to be full (a shrink or an engine report of waiting for memory, which only {@code filled}
+   * records).
+   *
+   * <p>Nothing else bounds it: the index shows what the engine cached, not what it could, and an engine report
+   * gives a usage fraction, not a size. Assuming a bigger cache than the engine has shown is the optimistic error,
+   * and it is the one that costs a tail: at 6 workers, c32, 12 kinds, at 1.66 s two workers whose trees had reached
+   * 555 and 578 blocks (585 in fact) had 592 and 620 blocks booked, had never evicted nor reported a wait, and were
+   * predicted to have room; requests sent there waited up to 1.3 s for memory. The pessimistic error is
+   * small: a worker's tree only lags the blocks booked there while prompts are queued for prefill, which the cost
+   * already counts, and the wait needs a learned service time, so the first instant (no completion yet) is
+   * unaffected. The eviction price uses this size before the cache is known full only where the worker has more
+   * booked than it (see {@link #evictedShare}): a copy into a tree that holds its bookings has shown room.
+   */
+  private static double memoryCapacity(Model m) {
+    return m.maxCached;
   }
 
   /**
@@ -458,6 +505,24 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
     }
     return Long.compareUnsigned(Policies.rendezvous(key, c.worker(i).id()),
         Policies.rendezvous(key, c.worker(j).id())) > 0;
+  }
+
+  /**
+   * Between two tied candidates that hold different amounts of the prompt: positive if {@code i} holds more than
+   * {@code j}, negative if less, 0 if the same (then the other tie rules decide).
+   *
+   * <p>A tie means the cost cannot tell the two apart within one engine step, so this request's TTFT does not
+   * choose between them; what differs is what the choice leaves behind. Sending it to the worker that holds less
+   * copies the prefix there: the copy takes cache room the cost prices only once that cache is known to be full
+   * (and not at all in a cache that looks roomy because it is still filling), and it leaves the holder's copy
+   * unused. The holder serves it without a copy. Before this rule these ties went to the worker that took the
+   * fewest new prefixes lately, which is how copies spread: with the tie tolerance fitted from a first burst's
+   * queueing (an intercept of 92 ms at 6 workers, c32, 12 kinds, where one step takes 5-8 ms), a holder 26 ms
+   * cheaper than a cold copy tied with it and lost. A copy still happens whenever the cost or a bound calls for
+   * it: when the holder is dearer by more than a step, or passed over by the tail guard or a load bound.
+   */
+  private int holdsMoreInATie(Candidates c, int i, int j, int maxHitBlocks) {
+    return Double.compare(hit(c, i, maxHitBlocks), hit(c, j, maxHitBlocks));
   }
 
   /**

@@ -192,6 +192,125 @@ class PredictedTtftPolicyTest {
     }
   }
 
+  /**
+   * With a 20 ms step learned (10 us per token), A holds 30 of the 32 blocks with {@code queuedA} tokens queued and
+   * one active request, B holds nothing and is idle. At 1,000 queued tokens A's TTFT is 20 + 0.01 x (1,000 + 32) =
+   * 30.32 ms, B's 20 + 0.01 x 512 = 25.12 ms: within one step, a tie, and the holder serves it (no copy), whatever
+   * the prefix (the placement counts and the rendezvous hash would pick either about half the time); the same with
+   * the roles swapped. At 3,000 queued tokens A's 50.32 ms is more than a step dearer (and beyond the tail guard,
+   * 25.12 + A's own 20.32): B takes the copy.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aTieBetweenAHolderAndAWorkerWithoutThePrefixGoesToTheHolder(long seed) {
+    for (int p = 0; p < 8; p++) {
+      int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
+      RouterPolicy policy = RouterPolicy.predictedTtft();
+      learnA20msStep(policy, seed * 100 + p);
+      assertEquals(0, policy.select(tied(prompt, 30, 1000, 1, 0, 0, 0)), "prompt " + p + ": A holds it");
+      policy = RouterPolicy.predictedTtft();
+      learnA20msStep(policy, seed * 100 + p);
+      assertEquals(1, policy.select(tied(prompt, 0, 0, 0, 30, 1000, 1)), "prompt " + p + ": B holds it");
+      policy = RouterPolicy.predictedTtft();
+      learnA20msStep(policy, seed * 100 + p);
+      assertEquals(1, policy.select(tied(prompt, 30, 3000, 1, 0, 0, 0)), "prompt " + p + ": A a step dearer");
+    }
+  }
+
+  /**
+   * Teaches {@code policy} that first tokens take 2 ms plus 10 us per prompt token (a 2 ms step), then that a
+   * request takes 1 s from routing to its last token (closed without a first token, so the TTFT fit is unchanged; the service time converges to 1 s).
+   * Both workers' event streams are live and empty, so the policy has seen no cached tree yet.
+   */
+  private static void learnA2msStepAndAOneSecondService(RouterPolicy policy, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(seed).build();
+    for (Worker w : List.of(A, B)) {
+      router.addWorker(w);
+      router.reportEventStream(w.id(), EventStreamState.LIVE);
+    }
+    for (int i = 0; i < 200; i++) {
+      Routing r = router.select(Fixtures.prompt(seed * 1000 + i, 16 + random.nextInt(4000)));
+      ticker.advance(Duration.ofNanos(2_000_000 + 10_000 * (r.queuedPrefillTokens() + r.bookedPrefillTokens)));
+      r.firstToken();
+      r.close();
+    }
+    for (int i = 0; i < 600; i++) {
+      Routing r = router.select(Fixtures.prompt(seed * 1000 + 200 + i, 512));
+      ticker.advance(Duration.ofSeconds(1));
+      r.close();
+    }
+  }
+
+  /**
+   * Neither cache is known to be full (no tree ever shrank, no engine report), and both trees have reached 100
+   * blocks; a 2 ms step and a 1 s service time are learned. A holds 30 of the prompt's 32 blocks, has one active
+   * request and {@code bookedA} blocks booked with this request's; B holds nothing, 32 booked. With 140 booked at
+   * A, 40 more than A's cache has ever held: the memory wait takes its largest tree as its size until it knows
+   * better, so this request waits for A's one active request to finish (a service time, 1 s), and B's cold 2 + 0.01
+   * x 512 = 7.12 ms wins. With 90 booked nothing waits, and A's 2 + 0.01 x 32 = 2.32 ms wins (by more than a
+   * step: no tie).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void beforeACacheIsKnownFullItsLargestTreeIsTheSizeTheMemoryWaitAssumes(long seed) {
+    assertEquals(1, bookedBeyondTheTree(seed, 140), "A's bookings exceed its largest tree");
+    assertEquals(0, bookedBeyondTheTree(seed, 90), "A's bookings fit in its largest tree");
+  }
+
+  private static int bookedBeyondTheTree(long seed, long bookedA) {
+    RouterPolicy policy = RouterPolicy.predictedTtft();
+    learnA2msStepAndAOneSecondService(policy, seed);
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 30, 30, 100, null);
+    c.add(B, 0, 0, 100, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, 0, bookedA, 1);
+    c.setLoad(1, 0, 0, 32, 0);
+    return policy.select(c);
+  }
+
+  /**
+   * Neither cache is known to be full, nothing is learned yet (costs in tokens). A holds 30 of the prompt's 32 blocks
+   * with 500 tokens queued and one active request: 532. B's largest tree is 40 blocks; when {@code warmAtB}, 30
+   * blocks of another prefix were routed to B (its warm prefixes). While B has {@code bookedB} = 100 blocks booked,
+   * more than its tree, B has not shown room for a copy: copying A's 30 blocks evicts min(30 warm, 30 + 30 - 40) =
+   * 20 warm blocks, priced at their prefill (20 x 16 = 320 tokens), so B costs 512 + 320 = 832 and A wins (within
+   * its own 32 tokens of B's 512: not passed over by the tail guard). With 32 booked, within its tree, the copy is
+   * free and B's 512 wins; with nothing warm at B, it evicts nothing warm, and B wins too.
+   */
+  @Test
+  void aCopyOntoAWorkerBookedBeyondItsLargestTreeIsPricedUpToItsWarmPrefixes() {
+    assertEquals(0, copyOntoB(true, 100), "B booked beyond its tree, 30 warm blocks");
+    assertEquals(1, copyOntoB(true, 32), "B's tree holds its bookings: room shown");
+    assertEquals(1, copyOntoB(false, 100), "nothing warm at B to evict");
+  }
+
+  private static int copyOntoB(boolean warmAtB, long bookedB) {
+    RouterPolicy policy = RouterPolicy.predictedTtft();
+    if (warmAtB) {
+      int[] other = Fixtures.prompt(77, 32 * 16);
+      Candidates c = new Candidates();
+      c.reset(RouteRequest.of(other), other.length, 16, BlockHasher.of(16).sequenceHashes(other));
+      c.add(A, 0, 0, 600, null);
+      c.add(B, 30, 30, 40, null);
+      c.admit(new SplittableRandom(1), 0);
+      c.setLoad(0, 0, 0, 32, 0);
+      c.setLoad(1, 0, 0, 32, 0);
+      assertEquals(1, policy.select(c), "B serves its own prefix: 30 blocks warm there");
+    }
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 30, 30, 600, null);
+    c.add(B, 0, 0, 40, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, 500, 32, 1);
+    c.setLoad(1, 0, 0, bookedB, 0);
+    return policy.select(c);
+  }
+
   static Stream<Long> seeds() {
     return LongStream.range(0, 4).boxed();
   }
