@@ -1,6 +1,7 @@
 package io.kvroute.spring.gateway;
 
 import java.net.URI;
+import java.util.Locale;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
 import org.springframework.cloud.gateway.filter.GlobalFilter;
 import org.springframework.cloud.gateway.filter.RouteToRequestUrlFilter;
@@ -26,25 +27,56 @@ public final class KvRouteTargetFilter implements GlobalFilter, Ordered {
     URI base = exchange.getAttribute(KvRouteFilter.TARGET_ATTR);
     if (base != null) {
       URI url = exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_REQUEST_URL_ATTR);
-      exchange.getAttributes().put(ServerWebExchangeUtils.GATEWAY_REQUEST_URL_ATTR,
-          retarget(base, url != null ? url : exchange.getRequest().getURI()));
+      URI target;
+      try {
+        target = retarget(base, url != null ? url : exchange.getRequest().getURI());
+      } catch (RoutingFailure refused) {
+        return Mono.error(refused); // answered by the KvRoute filter, which releases the routing
+      }
+      exchange.getAttributes().put(ServerWebExchangeUtils.GATEWAY_REQUEST_URL_ATTR, target);
     }
     return chain.filter(exchange);
   }
 
-  /** {@code url}'s path and query on {@code base}'s scheme, authority and base path. */
+  /**
+   * {@code url}'s path and query on {@code base}'s scheme, authority and base path.
+   *
+   * @throws RoutingFailure (400) if the path holds a dot segment ({@code ..}, also percent-encoded), a backslash or
+   *     an encoded {@code /} or {@code \}: the worker's server would resolve it out of the worker's base path, to
+   *     whatever else the host serves, as kvroute-transport-okhttp's forwarder refuses too
+   */
   static URI retarget(URI base, URI url) {
     String basePath = base.getRawPath() == null ? "" : base.getRawPath();
     if (basePath.endsWith("/")) {
       basePath = basePath.substring(0, basePath.length() - 1);
     }
     String path = url.getRawPath() == null || url.getRawPath().isEmpty() ? "/" : url.getRawPath();
+    checkPath(path);
     StringBuilder sb = new StringBuilder(64).append(base.getScheme()).append("://").append(base.getRawAuthority())
         .append(basePath).append(path);
     if (url.getRawQuery() != null) {
       sb.append('?').append(url.getRawQuery());
     }
     return URI.create(sb.toString());
+  }
+
+  private static void checkPath(String path) {
+    String lower = path.toLowerCase(Locale.ROOT);
+    String why = null;
+    if (lower.indexOf('\\') >= 0 || lower.contains("%5c") || lower.contains("%2f")) {
+      why = "holds a backslash or an encoded '/' or '\\'";
+    } else {
+      for (String segment : lower.split("/", -1)) {
+        String decoded = segment.replace("%2e", ".");
+        if (decoded.equals(".") || decoded.equals("..")) {
+          why = "holds a dot segment ('" + segment + "'), which would leave the worker's base path";
+          break;
+        }
+      }
+    }
+    if (why != null) {
+      throw new RoutingFailure(400, "invalid_request_path", "the request path " + path + " is refused: it " + why);
+    }
   }
 
   @Override

@@ -13,13 +13,15 @@ import java.util.List;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
+import org.springframework.http.HttpStatus;
 import org.springframework.mock.http.server.reactive.MockServerHttpRequest;
 import org.springframework.mock.web.server.MockServerWebExchange;
 import reactor.core.scheduler.Schedulers;
 
 /**
  * The routing handle is released however the rest of the filter chain ends: here a later filter that throws
- * instead of returning an error (a test double: a real filter chain does so only through a bug).
+ * instead of returning an error (a test double: a real filter chain does so only through a bug), and the target
+ * filter refusing a path.
  */
 class KvRouteFilterReleaseTest {
   private static final WorkerId W = WorkerId.of("w");
@@ -55,5 +57,16 @@ class KvRouteFilterReleaseTest {
     };
     assertThrows(IllegalStateException.class, () -> filter.filter(exchange("/v1/completions"), throwing).block());
     assertEquals(0, router.activeRequests(W), "the booking of a request whose chain threw was left open");
+  }
+
+  @Test
+  void aPathRefusedByTheTargetFilterIsA400AndLeavesNothingBooked() {
+    MockServerWebExchange exchange = exchange("/v1/../../admin");
+    KvRouteTargetFilter target = new KvRouteTargetFilter();
+    filter.filter(exchange, ex -> target.filter(ex, unused -> {
+      throw new AssertionError("the refused request went on");
+    })).block();
+    assertEquals(HttpStatus.BAD_REQUEST, exchange.getResponse().getStatusCode());
+    assertEquals(0, router.activeRequests(W));
   }
 }

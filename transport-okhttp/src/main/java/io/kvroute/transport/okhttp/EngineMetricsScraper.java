@@ -331,7 +331,8 @@ public final class EngineMetricsScraper implements AutoCloseable {
     latest.keySet().retainAll(registered);
     failing.keySet().retainAll(registered);
     for (WorkerId id : heardOf) {
-      if (!registered.contains(id) && heardOf.remove(id)) {
+      // (re-checked: a worker added since the snapshot may already have been scraped by scrapeNow)
+      if (!registered.contains(id) && router.workers().find(id).isEmpty() && heardOf.remove(id)) {
         try {
           listener.onWorkerGone(id);
         } catch (Throwable t) {
