@@ -517,7 +517,10 @@ final class PrefixTable {
       table[base + META] = meta & ~SHADOW;
       return;
     }
-    unlinkSeq(e);
+    unlinkSeq(e, seq);
+    if (shadowEntries == 0) {
+      return; // no group exists (an emptied group leaves the map): skip the map's lookup on every removal
+    }
     IntArrayList group = shadows.get(key);
     if (group == null) {
       return;
@@ -567,10 +570,10 @@ final class PrefixTable {
    * Takes entry {@code e} out of the probe table, then moves later slots of the run back into the hole when their
    * home allows (backward-shift deletion: no tombstones, so runs stay as short as the fill makes them).
    */
-  private void unlinkSeq(int e) {
+  private void unlinkSeq(int e, long seq) {
     long[] probe = seqSlots;
     int n = probe.length;
-    int hole = home(mix(table[e * STRIDE + SEQ]), n);
+    int hole = home(mix(seq), n);
     while ((int) probe[hole] != e) {
       if ((int) probe[hole] < 0) {
         throw new IllegalStateException("entry " + e + " missing from the sequence probe table");
@@ -582,12 +585,17 @@ final class PrefixTable {
       if ((int) v < 0) {
         break;
       }
-      int h = home((int) (v >>> 32), n);
-      // v may fill the hole unless its home lies cyclically in (hole, i]: then it would sit before its home.
-      if (hole <= i ? (h <= hole || h > i) : (h <= hole && h > i)) {
-        probe[hole] = v;
-        hole = i;
-      }
+      // v may fill the hole unless its home lies cyclically in (hole, i], that is unless it is nearer to i than
+      // the hole is (distances counted back from i, wrapping at n). Computed without a branch on v's home (a
+      // branch the CPU mispredicts about half the time, once per slot after the hole), and the slot is written
+      // either way (with itself when v stays).
+      int fromHome = i - home((int) (v >>> 32), n);
+      fromHome += (fromHome >> 31) & n;
+      int fromHole = i - hole;
+      fromHole += (fromHole >> 31) & n;
+      boolean moves = fromHome >= fromHole;
+      probe[hole] = moves ? v : probe[hole];
+      hole = moves ? i : hole;
     }
     probe[hole] = EMPTY;
   }
