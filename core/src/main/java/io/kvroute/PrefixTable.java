@@ -585,17 +585,12 @@ final class PrefixTable {
       if ((int) v < 0) {
         break;
       }
-      // v may fill the hole unless its home lies cyclically in (hole, i], that is unless it is nearer to i than
-      // the hole is (distances counted back from i, wrapping at n). Computed without a branch on v's home (a
-      // branch the CPU mispredicts about half the time, once per slot after the hole), and the slot is written
-      // either way (with itself when v stays).
-      int fromHome = i - home((int) (v >>> 32), n);
-      fromHome += (fromHome >> 31) & n;
-      int fromHole = i - hole;
-      fromHole += (fromHole >> 31) & n;
-      boolean moves = fromHome >= fromHole;
-      probe[hole] = moves ? v : probe[hole];
-      hole = moves ? i : hole;
+      int h = home((int) (v >>> 32), n);
+      // v may fill the hole unless its home lies cyclically in (hole, i]: then it would sit before its home.
+      if (hole <= i ? (h <= hole || h > i) : (h <= hole && h > i)) {
+        probe[hole] = v;
+        hole = i;
+      }
     }
     probe[hole] = EMPTY;
   }
