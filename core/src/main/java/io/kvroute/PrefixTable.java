@@ -197,27 +197,10 @@ final class PrefixTable {
     for (int j = 0; j < count; j++) {
       entries[j] = engHeads[engineBucket(slotTiers[j], removed[j])];
     }
-    // The engine chains hold about two entries at full capacity (half as many buckets as entries). Walking each
-    // chain in turn would branch on every entry it loads, and the CPU could not run ahead to the next block's loads
-    // past a mispredicted one; so the first entries are all loaded in one round, decided without a branch (the
-    // entry when it is the block's, else the next one encoded as -2 - next, NIL when none), and only then are the
-    // second entries loaded, together.
     for (int j = 0; j < count; j++) {
       int e = entries[j];
-      if (e != NIL) {
-        int base = e * STRIDE;
-        boolean found = table[base + ENG] == removed[j] && (int) (table[base + META] >>> 32) == slotTiers[j];
-        entries[j] = found ? e : -2 - (int) table[base + LINK];
-      }
-    }
-    for (int j = 0; j < count; j++) {
-      int pending = entries[j];
-      if (pending > NIL - 1) {
-        continue; // found, or not held
-      }
-      int e = -2 - pending;
       int steps = 0;
-      while (e != NIL && steps++ < 8) { // a long chain is walked under the lock
+      while (e != NIL && steps++ < 8) { // chains hold about one entry; a long one is walked under the lock
         int base = e * STRIDE;
         if (table[base + ENG] == removed[j] && (int) (table[base + META] >>> 32) == slotTiers[j]) {
           break;
