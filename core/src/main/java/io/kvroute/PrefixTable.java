@@ -517,7 +517,10 @@ final class PrefixTable {
       table[base + META] = meta & ~SHADOW;
       return;
     }
-    unlinkSeq(e);
+    unlinkSeq(e, seq);
+    if (shadowEntries == 0) {
+      return; // no group exists (an emptied group leaves the map): skip the map's lookup on every removal
+    }
     IntArrayList group = shadows.get(key);
     if (group == null) {
       return;
@@ -567,10 +570,10 @@ final class PrefixTable {
    * Takes entry {@code e} out of the probe table, then moves later slots of the run back into the hole when their
    * home allows (backward-shift deletion: no tombstones, so runs stay as short as the fill makes them).
    */
-  private void unlinkSeq(int e) {
+  private void unlinkSeq(int e, long seq) {
     long[] probe = seqSlots;
     int n = probe.length;
-    int hole = home(mix(table[e * STRIDE + SEQ]), n);
+    int hole = home(mix(seq), n);
     while ((int) probe[hole] != e) {
       if ((int) probe[hole] < 0) {
         throw new IllegalStateException("entry " + e + " missing from the sequence probe table");
