@@ -34,8 +34,8 @@ final class HealthReports {
   }
 
   private void changed(WorkerRegistry.WorkerState state, WorkerHealth.@Nullable Change change) {
-    if (change == null) {
-      return;
+    if (change == null || !state.registered) {
+      return; // a removed worker's state, moved by the first token of a request it still held: nobody's news
     }
     WorkerId id = state.worker.id();
     LOG.log(change.to() == HealthState.EJECTED ? Level.WARNING : Level.INFO,

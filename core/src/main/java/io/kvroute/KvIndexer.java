@@ -30,9 +30,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The same content held by one worker in one tier under several engine hashes (an engine salting its hashes per
  * request, or a misbehaving one) is one matchable entry: the others are <em>shadows</em>, found by their engine
- * hashes but kept out of the sequence chain that every request walks, and one of them takes the first one's place
- * when it goes. So a sequence chain holds at most one entry per worker and tier, whatever a worker sends, and one
- * worker's events cannot slow the matching of everyone's requests.
+ * hashes but kept out of the sequence lookup that every request reads, and one of them takes the first one's place
+ * when it goes. So the lookup holds at most one entry per worker and tier for a sequence hash, whatever a worker
+ * sends, and one worker's events cannot slow the matching of everyone's requests.
  *
  * <h2>Events that cannot be applied as given</h2>
  * Never silently lost, always counted in {@link #stats()} and reported to the {@link IndexListener}:
@@ -50,7 +50,7 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <h2>Memory</h2>
- * Entries live in flat primitive tables (about 48 bytes per entry at full capacity, see {@link IndexStats}). When
+ * Entries live in flat primitive tables (about 60 bytes per entry at full capacity, see {@link IndexStats}). When
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
  * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once. The tables and the
  * match loop are in the package-private {@code PrefixTable}; this class holds the event rules and the locking.
@@ -763,6 +763,11 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     } finally {
       lock.unlockWrite(stamp);
     }
+  }
+
+  /** Entries in the index; a racy read unless the caller is the only writer (the prediction index's owner). */
+  int size() {
+    return entries.size;
   }
 
   /** Entries held by the worker in {@code slot}; racy read, used for tie-breaking only. */

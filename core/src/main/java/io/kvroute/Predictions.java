@@ -1,23 +1,38 @@
 package io.kvroute;
 
-import java.util.ArrayDeque;
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Approximate mode: the router's own predictions of what each worker caches, namely the prompts it routed there,
- * each assumed cached for a time to live; not thread-safe for writes: {@link #record} and {@link #expire} run under
- * the admission lock, while {@link #match} runs concurrently under the prediction index's own read lock.
+ * each assumed cached for a time to live after it was last routed; not thread-safe for writes: {@link #record} and
+ * {@link #expire} run under the admission lock, while {@link #match} runs concurrently under the prediction index's
+ * own read lock.
  *
  * <p>Used for every worker under {@link RouterPolicy#approximate()}, and under any other policy for the workers
  * whose KV event stream cannot be trusted ({@link EventStreamState#SILENT}, {@link EventStreamState#BROKEN}, or no
  * event yet): those are scored by what the router sent them rather than as workers with an empty cache, which the
  * smallest-tree tie-break would otherwise flood with every new prefix.
  *
- * <p>Memory is bounded by the entry budget of the prediction index (the least recently routed go first) and by
- * dropping the oldest predictions once they name more than twice that many blocks.
+ * <p>A prediction is a node of a per-worker tree of prefixes: a root holds a prompt's blocks from the first; a child
+ * holds only the blocks a prompt adds to a prefix an existing node of that worker ends at (a conversation's next
+ * turn). Routing a prompt again to a worker whose node ends exactly at its last block renews that node and its
+ * ancestors (no index write at all), and extending one stores only the new blocks; any other prompt is stored whole
+ * (its blocks shared with other nodes are reference-counted). So the index writes of a selection are the blocks the
+ * worker was not yet predicted to hold, not the whole prompt: a repeated prompt costs a hash lookup, where storing
+ * (and, a TTL later, removing) its 128 blocks cost about two thirds of an approximate-mode selection. Nodes are kept
+ * in one list by last renewal, a node always after its descendants (a renewal moves the node, then its ancestors, to
+ * the tail), so expiring from the head never removes a prefix a live node extends.
  *
- * <p>Peer replicas' predictions ({@link #recordRemote}, from a {@link SharedLoad} port) are kept in a queue of their
- * own, bounded by the budget, and expired by the thread that delivers them ({@link #expireRemote}), so that a
+ * <p>Memory is bounded by the entry budget of the prediction index: before storing, the least recently renewed
+ * predictions (the router's own or its peers') are dropped until the new blocks fit, so the index never evicts by
+ * itself (its store order is no longer the order of use once renewals skip it); and the router's own predictions
+ * are dropped, oldest first, once they name more than twice that many blocks.
+ *
+ * <p>Peer replicas' predictions ({@link #recordRemote}, from a {@link SharedLoad} port) are kept in a list of their
+ * own (a peer's prompt predicted again on the same worker renews its node, with no index write; any other is stored
+ * whole), bounded by the budget, and expired by the thread that delivers them ({@link #expireRemote}), so that a
  * selection does not spend the index writes of removing its peers' predictions (as many as recording them took);
  * {@link #expire} removes a peer's prediction only once it is {@value #REMOTE_SLACK_NANOS} ns past its time to live
  * with no delivery since to expire it (a peer gone quiet).
@@ -26,17 +41,26 @@ final class Predictions {
   /** The TTL and budget for event-less workers under a non-approximate policy: the approximate policy's defaults. */
   static final long DEFAULT_TTL_NANOS = 120_000_000_000L;
   static final int DEFAULT_BUDGET = 1 << 20;
+  /** A selection expires a peer's prediction only this long after its time to live (see the class doc). */
+  static final long REMOTE_SLACK_NANOS = 1_000_000_000L;
 
   private final KvIndexer index;
   private final long ttlNanos;
   private final int budget;
-  // Guarded by the admission lock.
-  private final ArrayDeque<Prediction> queue = new ArrayDeque<>();
+  // Guarded by the admission lock. The router's own predictions: a list by last renewal (head: least recent) and a
+  // map from (worker slot, the sequence hash of a node's last block) to the node ending there.
+  private final Long2ObjectOpenHashMap<Node> byEnd = new Long2ObjectOpenHashMap<>();
+  private final NodeList local = new NodeList();
   private long blocks;
-  private final ArrayDeque<Prediction> remoteQueue = new ArrayDeque<>();
+  // Peers' predictions: roots only, by last renewal, and by (slot, last block) as above.
+  private final Long2ObjectOpenHashMap<Node> remoteByEnd = new Long2ObjectOpenHashMap<>();
+  private final NodeList remote = new NodeList();
   private long remoteBlocks;
-  /** A selection expires a peer's prediction only this long after its time to live (see the class doc). */
-  static final long REMOTE_SLACK_NANOS = 1_000_000_000L;
+  // Counters for tests and benchmarks: nodes renewed without an index write, extended, and stored whole.
+  long remoteRenewed;
+  long renewed;
+  long extended;
+  long storedWhole;
   // Written under the admission lock; read by selections to skip matching while nothing is predicted.
   private volatile boolean empty = true;
 
@@ -66,15 +90,49 @@ final class Predictions {
     return index.entriesOfSlot(slot);
   }
 
-  /** Records that the request was routed to the worker; under the admission lock, for a registered worker. */
-  void record(WorkerRegistry.WorkerState state, long[] hashes, int count, long nowNanos) {
+  /**
+   * Records that the request was routed to the worker; under the admission lock, for a registered worker.
+   *
+   * @param matched the blocks the selection's match found predicted on this worker (its depth in the prediction
+   *     index, read before the admission lock: a node still in the map proves its prefix is still predicted)
+   */
+  void record(WorkerRegistry.WorkerState state, long[] hashes, int count, int matched, long nowNanos) {
     if (count == 0) {
       return;
     }
-    long[] copy = Arrays.copyOf(hashes, count);
-    index.storeSequence(state.predictedSlot, copy, count);
-    queue.addLast(new Prediction(nowNanos + ttlNanos, state, copy));
-    blocks += count;
+    long expiresAt = nowNanos + ttlNanos;
+    int slot = state.predictedSlot;
+    @Nullable Node at = matched > 0 ? byEnd.get(key(slot, hashes[Math.min(matched, count) - 1])) : null;
+    if (at != null && (at.state != state || at.end != Math.min(matched, count)
+        || at.lastHash() != hashes[at.end - 1])) {
+      at = null; // another registration in the slot, or a hash collision: store the prompt whole
+    }
+    if (at != null && at.end == count) {
+      renewed++;
+      renew(at, expiresAt);
+      return;
+    }
+    makeRoom(count - (at == null ? 0 : at.end));
+    if (at != null && at.dropped) {
+      at = null; // making room dropped the prefix it extends (the least recently renewed): store the prompt whole
+      makeRoom(count);
+    }
+    int from = at == null ? 0 : at.end;
+    long[] own = Arrays.copyOfRange(hashes, from, count);
+    index.storeSequence(slot, own, own.length);
+    Node node = new Node(state, own, count, at, expiresAt);
+    Node previous = byEnd.put(key(slot, hashes[count - 1]), node);
+    if (previous != null) {
+      previous.mapped = false; // an older node ending there (stored before its prefix's entries were dropped)
+    }
+    local.append(node);
+    blocks += own.length;
+    if (at == null) {
+      storedWhole++;
+    } else {
+      extended++;
+      renew(at, expiresAt); // after the child: a node stays behind its descendants in the list
+    }
     empty = false;
   }
 
@@ -86,49 +144,117 @@ final class Predictions {
     if (count == 0) {
       return;
     }
+    long expiresAt = nowNanos + ttlNanos;
+    long key = key(state.predictedSlot, hashes[count - 1]);
+    @Nullable Node at = remoteByEnd.get(key);
+    if (at != null && at.state == state && at.end == count && at.lastHash() == hashes[count - 1]) {
+      remoteRenewed++;
+      at.expiresAtNanos = expiresAt;
+      remote.moveToTail(at);
+      return;
+    }
+    makeRoom(count);
     long[] copy = count == hashes.length ? hashes : Arrays.copyOf(hashes, count);
     index.storeSequence(state.predictedSlot, copy, count);
-    remoteQueue.addLast(new Prediction(nowNanos + ttlNanos, state, copy));
+    Node node = new Node(state, copy, count, null, expiresAt);
+    Node previous = remoteByEnd.put(key, node);
+    if (previous != null) {
+      previous.mapped = false;
+    }
+    remote.append(node);
     remoteBlocks += count;
     empty = false;
   }
 
   /** Drops expired predictions, and the oldest beyond twice the budget; under the admission lock. */
   void expire(long nowNanos) {
-    Prediction p;
-    while ((p = queue.peekFirst()) != null && (p.expiresAtNanos - nowNanos <= 0 || blocks > 2L * budget)) {
-      queue.pollFirst();
-      blocks -= p.hashes.length;
-      remove(p);
+    Node n;
+    while ((n = local.head) != null && (n.expiresAtNanos - nowNanos <= 0 || blocks > 2L * budget)) {
+      dropHead();
     }
-    while ((p = remoteQueue.peekFirst()) != null && p.expiresAtNanos + REMOTE_SLACK_NANOS - nowNanos <= 0) {
-      remoteQueue.pollFirst();
-      remoteBlocks -= p.hashes.length;
-      remove(p);
+    while ((n = remote.head) != null && n.expiresAtNanos + REMOTE_SLACK_NANOS - nowNanos <= 0) {
+      dropRemoteHead();
     }
-    if (queue.isEmpty() && remoteQueue.isEmpty() && !empty) {
-      empty = true;
-    }
+    updateEmpty();
   }
 
   /** Drops peers' expired predictions, and their oldest beyond the budget; under the admission lock. */
   void expireRemote(long nowNanos) {
-    Prediction p;
-    while ((p = remoteQueue.peekFirst()) != null && (p.expiresAtNanos - nowNanos <= 0 || remoteBlocks > budget)) {
-      remoteQueue.pollFirst();
-      remoteBlocks -= p.hashes.length;
-      remove(p);
+    Node n;
+    while ((n = remote.head) != null && (n.expiresAtNanos - nowNanos <= 0 || remoteBlocks > budget)) {
+      dropRemoteHead();
     }
-    if (queue.isEmpty() && remoteQueue.isEmpty() && !empty) {
+    updateEmpty();
+  }
+
+  /**
+   * Drops the least recently renewed predictions, the router's own or its peers', until {@code newBlocks} more
+   * entries fit in the index's budget (some may already be there; then it drops a little early).
+   */
+  private void makeRoom(int newBlocks) {
+    while ((long) index.size() + newBlocks > budget) {
+      Node n = local.head;
+      Node p = remote.head;
+      if (n == null && p == null) {
+        return;
+      }
+      if (p == null || (n != null && n.expiresAtNanos - p.expiresAtNanos <= 0)) {
+        dropHead();
+      } else {
+        dropRemoteHead();
+      }
+    }
+  }
+
+  private void dropHead() {
+    Node n = local.head;
+    local.unlink(n);
+    n.dropped = true;
+    blocks -= n.hashes.length;
+    if (n.mapped) {
+      byEnd.remove(key(n.state.predictedSlot, n.lastHash()));
+    }
+    remove(n.state, n.hashes);
+  }
+
+  private void dropRemoteHead() {
+    Node n = remote.head;
+    remote.unlink(n);
+    remoteBlocks -= n.hashes.length;
+    if (n.mapped) {
+      remoteByEnd.remove(key(n.state.predictedSlot, n.lastHash()));
+    }
+    remove(n.state, n.hashes);
+  }
+
+  private void updateEmpty() {
+    if (local.head == null && remote.head == null && !empty) {
       empty = true;
     }
   }
 
-  private void remove(Prediction p) {
-    // Under the admission lock a registered state's slot is still its own; a removed one's entries are gone.
-    if (p.state.registered) {
-      index.removeSequence(p.state.predictedSlot, p.hashes, p.hashes.length);
+  /** Moves the node, then each of its ancestors, to the tail, with the new expiry. */
+  private void renew(Node node, long expiresAt) {
+    for (@Nullable Node n = node; n != null; n = n.parent) {
+      n.expiresAtNanos = expiresAt;
+      local.moveToTail(n);
     }
+  }
+
+  private void remove(WorkerRegistry.WorkerState state, long[] hashes) {
+    // Under the admission lock a registered state's slot is still its own; a removed one's entries are gone.
+    if (state.registered) {
+      index.removeSequence(state.predictedSlot, hashes, hashes.length);
+    }
+  }
+
+  private static long key(int slot, long lastHash) {
+    return lastHash ^ ((slot + 1L) * 0x9E37_79B9_7F4A_7C15L);
+  }
+
+  /** The router's own predictions' nodes, for tests. */
+  int nodes() {
+    return byEnd.size();
   }
 
   /** The prediction index, for tests. */
@@ -136,5 +262,67 @@ final class Predictions {
     return index;
   }
 
-  private record Prediction(long expiresAtNanos, WorkerRegistry.WorkerState state, long[] hashes) {}
+  /** One node of a worker's tree of predicted prefixes: blocks {@code [end - hashes.length, end)}. */
+  private static final class Node {
+    final WorkerRegistry.WorkerState state;
+    final long[] hashes;
+    final int end;
+    final @Nullable Node parent;
+    long expiresAtNanos;
+    boolean mapped = true;
+    boolean dropped;
+    @Nullable Node prev;
+    @Nullable Node next;
+
+    Node(WorkerRegistry.WorkerState state, long[] hashes, int end, @Nullable Node parent, long expiresAtNanos) {
+      this.state = state;
+      this.hashes = hashes;
+      this.end = end;
+      this.parent = parent;
+      this.expiresAtNanos = expiresAtNanos;
+    }
+
+    long lastHash() {
+      return hashes[hashes.length - 1];
+    }
+  }
+
+  /** An intrusive doubly linked list of nodes, head the least recently renewed. */
+  private static final class NodeList {
+    @Nullable Node head;
+    @Nullable Node tail;
+
+    void append(Node n) {
+      n.prev = tail;
+      n.next = null;
+      if (tail == null) {
+        head = n;
+      } else {
+        tail.next = n;
+      }
+      tail = n;
+    }
+
+    void unlink(Node n) {
+      if (n.prev == null) {
+        head = n.next;
+      } else {
+        n.prev.next = n.next;
+      }
+      if (n.next == null) {
+        tail = n.prev;
+      } else {
+        n.next.prev = n.prev;
+      }
+      n.prev = null;
+      n.next = null;
+    }
+
+    void moveToTail(Node n) {
+      if (n != tail) {
+        unlink(n);
+        append(n);
+      }
+    }
+  }
 }

@@ -23,7 +23,7 @@ final class PrefixTable {
   // share a line for 7 of 8 (was 5 of 8).
   static final int STRIDE = 5;
   static final int SEQ = 0; // router sequence hash
-  static final int LINK = 1; // next in sequence chain (hi 32) | next in engine chain / free list (lo 32)
+  static final int LINK = 1; // a shadow's position in its group (hi 32) | next in engine chain / free list (lo 32)
   static final int META = 2; // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | refcount (low 30)
   static final int ENG = 3; // engine hash
   static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
@@ -33,12 +33,19 @@ final class PrefixTable {
   static final int NIL = -1;
   static final int INITIAL_CAPACITY = 1024;
   static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
-  static final int GATHER = 16; // blocks whose bucket heads are fetched together when matching, after block 0
+  static final int GATHER = 16; // blocks whose probe slots are fetched together when matching, after block 0
   static final int MAX_GATHER = 128; // and then, once those all matched (1 KB of scratch)
+  static final long EMPTY = -1L; // a free probe slot: its entry half is NIL
+  static final int RUN_AHEAD = 8; // a match also loads this far past a home slot: the next cache line of its run
 
   final int maxEntries;
   long[] table;
-  int[] seqHeads;
+  // The sequence-hash lookup: open addressing with linear probing, one long per slot, fingerprint (hi 32, the
+  // sequence hash mixed, which also gives the home slot) | entry (lo 32), EMPTY when free. It holds every entry that
+  // is neither an orphan nor a shadow. A lookup reads its home slot and the run after it (8 slots a cache line),
+  // and an entry only when its fingerprint matches, so a block of a match costs one random load, not a bucket
+  // head and then a chain of entries; and all of a prompt's slots can be loaded before any entry. At most 1/2 full.
+  long[] seqSlots;
   int[] engHeads;
   int capacity;
   int size;
@@ -73,7 +80,7 @@ final class PrefixTable {
 
   /** Heap held by the tables, in bytes. */
   long bytes() {
-    return (long) table.length * Long.BYTES + (long) (seqHeads.length + engHeads.length) * Integer.BYTES;
+    return (long) (table.length + seqSlots.length) * Long.BYTES + (long) engHeads.length * Integer.BYTES;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -89,43 +96,49 @@ final class PrefixTable {
     scratch.ensureSlots(slots);
     int[] depth = scratch.depth;
     int[] gpuDepth = scratch.gpuDepth;
-    int[] heads = scratch.heads;
-    int[] next = scratch.next;
+    int[] homes = scratch.heads;
+    int[] prints = scratch.next;
     long[] table = this.table;
+    long[] probe = seqSlots;
+    int n = probe.length;
     int touched = 0;
-    int mask = seqHeads.length - 1;
     // Block 0 alone first, so that a miss costs one lookup; then GATHER blocks, then chunks of MAX_GATHER. A chunk
-    // waits for three rounds of loads whatever its size, so a 128-block hit waits for 9 rounds (it was 15 with
-    // chunks doubling from 16), and a prompt whose first 17 blocks are all held fetches the rest of its first
-    // 2,048 tokens in one go: a shared prefix that long (a system prompt, a conversation) usually goes on, and when
-    // it does not the extra fetches overlap with the ones that were needed. (Reading every chain breadth-first,
-    // one round per chain entry, measured 12 % slower on cold hits under load, and was not kept.)
+    // waits for two rounds of loads whatever its size (its probe slots, then the entries they name, which a
+    // sequence stored in one event has side by side), so a 128-block hit waits for 6 rounds, and a prompt whose
+    // first 17 blocks are all held fetches the rest of its first 2,048 tokens in one go: a shared prefix that long
+    // (a system prompt, a conversation) usually goes on, and when it does not the extra fetches overlap with the
+    // ones that were needed. What must not happen is a branch on a load that misses the cache (the end of a run or
+    // of a chain) in the walk below: the CPU cannot run ahead to the next block's loads past it, so each such miss
+    // costs a whole memory latency in turn. The bucket chains this table replaced had one in most blocks (the
+    // entries after the second), which made a cold 128-block hit cost 8 to 9 us.
     for (int chunk = 0, size = 1; chunk < count; size = size == 1 ? GATHER : MAX_GATHER) {
       int end = Math.min(count, chunk + size);
-      // Gather the chunk's bucket heads and first entries first: these loads are independent of each other, so the
-      // CPU overlaps their cache misses instead of waiting for one block's entry before asking for the next one's.
-      // Two rounds: the heads and their entries' links, then the second entries (a chain holds about two).
+      // Round 1: the chunk's home slots, and the slots RUN_AHEAD further on (the next cache line, where a run that
+      // starts late in its line goes on). These loads are independent of each other, so the CPU overlaps their
+      // cache misses instead of waiting for one block's slot before asking for the next one's.
       long sink = 0;
       for (int i = chunk; i < end; i++) {
-        heads[i - chunk] = seqHeads[mix(hashes[i]) & mask];
-      }
-      for (int j = 0; j < end - chunk; j++) {
-        int e = heads[j];
-        next[j] = e == NIL ? NIL : (int) (table[e * STRIDE + LINK] >> 32);
-      }
-      for (int j = 0; j < end - chunk; j++) {
-        int e = next[j];
-        if (e != NIL) {
-          sink += table[e * STRIDE + SEQ];
-        }
+        int print = mix(hashes[i]);
+        int home = home(print, n);
+        prints[i - chunk] = print;
+        homes[i - chunk] = home;
+        int ahead = home + RUN_AHEAD;
+        sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
       scratch.sink = sink;
       for (int i = chunk; i < end; i++) {
         long seq = hashes[i];
+        int print = prints[i - chunk];
         int advanced = 0;
-        int e = heads[i - chunk];
-        while (e != NIL) {
-          int base = e * STRIDE;
+        for (int pos = homes[i - chunk]; ; pos = pos + 1 == n ? 0 : pos + 1) {
+          long v = probe[pos];
+          if ((int) v < 0) {
+            break;
+          }
+          if ((int) (v >>> 32) != print) {
+            continue;
+          }
+          int base = (int) v * STRIDE;
           if (table[base + SEQ] == seq) {
             long meta = table[base + META];
             int slotTier = (int) (meta >>> 32);
@@ -141,7 +154,6 @@ final class PrefixTable {
               gpuDepth[slot] = i + 1;
             }
           }
-          e = (int) (table[base + LINK] >> 32);
         }
         if (advanced == 0) {
           return touched;
@@ -167,10 +179,13 @@ final class PrefixTable {
     return sink;
   }
 
-  /** Touches the sequence bucket of {@code seq} and its first entry. */
+  /** Touches the home probe slot of {@code seq} and the next line of its run. */
   long touchSeq(long seq) {
-    int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
-    return e == NIL ? 0 : table[e * STRIDE + META];
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int home = home(mix(seq), n);
+    int ahead = home + RUN_AHEAD;
+    return probe[home] + probe[ahead < n ? ahead : ahead - n];
   }
 
   /**
@@ -194,7 +209,7 @@ final class PrefixTable {
       }
       entries[j] = steps > 8 ? NIL : e;
     }
-    int mask = seqHeads.length - 1;
+    long[] probe = seqSlots;
     for (int j = 0; j < count; j++) {
       int e = entries[j];
       if (e != NIL) {
@@ -202,7 +217,9 @@ final class PrefixTable {
         long links = table[base + LRU];
         int prev = (int) (links >> 32);
         int next = (int) links;
-        sink += seqHeads[mix(table[base + SEQ]) & mask];
+        int home = home(mix(table[base + SEQ]), probe.length);
+        int ahead = home + RUN_AHEAD;
+        sink += probe[home] + probe[ahead < probe.length ? ahead : ahead - probe.length];
         if (prev != NIL) {
           sink += table[prev * STRIDE + LRU];
         }
@@ -229,15 +246,15 @@ final class PrefixTable {
     prefetchSink = sink;
   }
 
-  /** Touches the sequence-hash buckets of an event's blocks and their first entries; see prefetchEngineChains. */
+  /** Touches the home probe slots of an event's blocks' sequence hashes; see prefetchEngineChains. */
   void prefetchSeqChains(long[] seqs, int count) {
     long sink = 0;
-    int mask = seqHeads.length - 1;
+    long[] probe = seqSlots;
+    int n = probe.length;
     for (int i = 0; i < count; i++) {
-      int e = seqHeads[mix(seqs[i]) & mask];
-      if (e != NIL) {
-        sink += table[e * STRIDE + SEQ];
-      }
+      int home = home(mix(seqs[i]), n);
+      int ahead = home + RUN_AHEAD;
+      sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
     }
     prefetchSink += sink;
   }
@@ -279,15 +296,21 @@ final class PrefixTable {
 
   /** The chained entry of this worker-tier for this content, or NIL. */
   int findPrimary(int slotTier, long seq) {
-    int e = seqHeads[mix(seq) & (seqHeads.length - 1)];
-    while (e != NIL) {
-      int base = e * STRIDE;
-      if (table[base + SEQ] == seq && (int) (table[base + META] >>> 32) == slotTier) {
-        return e;
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int print = mix(seq);
+    for (int pos = home(print, n); ; pos = pos + 1 == n ? 0 : pos + 1) {
+      long v = probe[pos];
+      if ((int) v < 0) {
+        return NIL;
       }
-      e = (int) (table[base + LINK] >> 32);
+      if ((int) (v >>> 32) == print) {
+        int base = (int) v * STRIDE;
+        if (table[base + SEQ] == seq && (int) (table[base + META] >>> 32) == slotTier) {
+          return (int) v;
+        }
+      }
     }
-    return NIL;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -420,10 +443,10 @@ final class PrefixTable {
     capacity = newCapacity;
     table = new long[newCapacity * STRIDE];
     int buckets = Math.max(16, Integer.highestOneBit(newCapacity));
-    seqHeads = new int[buckets];
     engHeads = new int[buckets];
-    Arrays.fill(seqHeads, NIL);
     Arrays.fill(engHeads, NIL);
+    seqSlots = new long[probeSlots(newCapacity)];
+    Arrays.fill(seqSlots, EMPTY);
   }
 
   private void rehash() {
@@ -438,22 +461,35 @@ final class PrefixTable {
       setEngineNext(e, engHeads[engBucket]);
       engHeads[engBucket] = e;
       if ((meta & (ORPHAN | SHADOW)) == 0) { // a shadow keeps its place in its group's list
-        int seqBucket = mix(table[base + SEQ]) & (seqHeads.length - 1);
-        setSeqNext(e, seqHeads[seqBucket]);
-        seqHeads[seqBucket] = e;
+        linkSeq(e, table[base + SEQ]);
       }
     }
   }
 
   /**
-   * Makes a non-orphan entry matchable: it joins the sequence chain, unless the chain already holds an entry of the
+   * Makes a non-orphan entry matchable: it joins the sequence probe table, unless that already holds an entry of the
    * same worker and tier for this content; then it becomes that entry's shadow.
    */
   private void linkContent(int e, int slotTier, long seq) {
-    if (findPrimary(slotTier, seq) == NIL) {
-      linkSeq(e, seq);
-      return;
+    // One pass over the run: an entry of this worker-tier for the content makes e a shadow; otherwise e takes the
+    // free slot that ends the run (what findPrimary and then linkSeq would do, reading the run once).
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int print = mix(seq);
+    int pos = home(print, n);
+    for (long v; (int) (v = probe[pos]) >= 0; pos = pos + 1 == n ? 0 : pos + 1) {
+      if ((int) (v >>> 32) == print) {
+        int base = (int) v * STRIDE;
+        if (table[base + SEQ] == seq && (int) (table[base + META] >>> 32) == slotTier) {
+          addShadow(e, slotTier, seq);
+          return;
+        }
+      }
     }
+    probe[pos] = ((long) print << 32) | e;
+  }
+
+  private void addShadow(int e, int slotTier, long seq) {
     long key = groupKey(slotTier, seq);
     IntArrayList group = shadows.get(key);
     if (group == null) {
@@ -467,8 +503,8 @@ final class PrefixTable {
   }
 
   /**
-   * Undoes {@link #linkContent}: a shadow leaves its group; a chained entry leaves the chain, and one of its shadows
-   * takes its place.
+   * Undoes {@link #linkContent}: a shadow leaves its group; a chained entry leaves the probe table, and one of its
+   * shadows takes its place.
    */
   private void unlinkContent(int e) {
     int base = e * STRIDE;
@@ -515,29 +551,60 @@ final class PrefixTable {
     return seq ^ ((slotTier + 1) * 0x9E3779B97F4A7C15L);
   }
 
+  /** Puts entry {@code e} in the first free slot of its sequence hash's run (never full: see probeSlots). */
   private void linkSeq(int e, long seq) {
-    int bucket = mix(seq) & (seqHeads.length - 1);
-    setSeqNext(e, seqHeads[bucket]);
-    seqHeads[bucket] = e;
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int print = mix(seq);
+    int pos = home(print, n);
+    while ((int) probe[pos] >= 0) {
+      pos = pos + 1 == n ? 0 : pos + 1;
+    }
+    probe[pos] = ((long) print << 32) | e;
   }
 
+  /**
+   * Takes entry {@code e} out of the probe table, then moves later slots of the run back into the hole when their
+   * home allows (backward-shift deletion: no tombstones, so runs stay as short as the fill makes them).
+   */
   private void unlinkSeq(int e) {
-    int bucket = mix(table[e * STRIDE + SEQ]) & (seqHeads.length - 1);
-    int next = (int) (table[e * STRIDE + LINK] >> 32);
-    int cur = seqHeads[bucket];
-    if (cur == e) {
-      seqHeads[bucket] = next;
-      return;
-    }
-    while (cur != NIL) {
-      int after = (int) (table[cur * STRIDE + LINK] >> 32);
-      if (after == e) {
-        setSeqNext(cur, next);
-        return;
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int hole = home(mix(table[e * STRIDE + SEQ]), n);
+    while ((int) probe[hole] != e) {
+      if ((int) probe[hole] < 0) {
+        throw new IllegalStateException("entry " + e + " missing from the sequence probe table");
       }
-      cur = after;
+      hole = hole + 1 == n ? 0 : hole + 1;
     }
-    throw new IllegalStateException("entry " + e + " missing from its sequence chain");
+    for (int i = hole + 1 == n ? 0 : hole + 1; ; i = i + 1 == n ? 0 : i + 1) {
+      long v = probe[i];
+      if ((int) v < 0) {
+        break;
+      }
+      int h = home((int) (v >>> 32), n);
+      // v may fill the hole unless its home lies cyclically in (hole, i]: then it would sit before its home.
+      if (hole <= i ? (h <= hole || h > i) : (h <= hole && h > i)) {
+        probe[hole] = v;
+        hole = i;
+      }
+    }
+    probe[hole] = EMPTY;
+  }
+
+  /**
+   * Probe slots for a table of {@code capacity} entries: at most half full when every entry is chained, so that a
+   * run (read to its end by every lookup, insertion and deletion) averages about 2.5 slots from a home; 2/3 full
+   * (12 instead of 16 B per entry) made removals measurably slower (about 245 against 220 ns per removed block,
+   * same-JVM A/B) and cold hits no faster.
+   */
+  static int probeSlots(int capacity) {
+    return Math.max(16, 2 * capacity + 1);
+  }
+
+  /** The home slot of a fingerprint in a probe table of {@code n} slots: the fingerprint scaled to [0, n). */
+  static int home(int print, int n) {
+    return (int) (((print & 0xFFFFFFFFL) * n) >>> 32);
   }
 
   private void unlinkEngine(int e, int slotTier, long engineHash) {

@@ -393,7 +393,7 @@ public final class Router {
     }
     boolean predicted = allApproximate || chosen.approximate;
     if (predicted) {
-      predictions.record(chosen, booked, count, now);
+      predictions.record(chosen, booked, count, depth(scratch.predicted.depth, chosen.predictedSlot), now);
     }
     admission.shareBooking(routing, predicted && count > 0);
     return routing;

@@ -159,10 +159,13 @@ public final class WorkerRegistry {
   /**
    * Adds a listener for additions, removals and updates.
    *
-   * @param listener called after each change, on the changing thread; it must not block
+   * @param listener called after each change, on the changing thread; it must not block. An exception it throws
+   *     is logged and ignored: the change stands, the caller does not see it, and later listeners still hear it
    */
   public void addListener(RouterListener listener) {
-    listeners.add(Objects.requireNonNull(listener, "listener"));
+    // Isolated as the builder's listeners are: a throw would reach addWorker's or removeWorker's caller after the
+    // change was made, and the listeners after it (an event subscriber following the registry) would miss it.
+    listeners.add(CompositeRouterListener.of(List.of(Objects.requireNonNull(listener, "listener"))));
   }
 
   boolean contains(WorkerId id) {

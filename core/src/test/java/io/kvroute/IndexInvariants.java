@@ -36,25 +36,25 @@ public final class IndexInvariants {
   }
 
   /**
-   * The entries in the sequence chain of {@code seq}, over all workers and tiers.
+   * The entries found by the sequence lookup for {@code seq}, over all workers and tiers.
    *
    * @param index the index
    * @param seq a sequence hash
-   * @return the entries holding it in the chain
+   * @return the entries holding it in the sequence lookup
    */
   public static int sequenceChainLength(KvIndexer index, long seq) {
     return index.inspect(t -> {
       int n = 0;
-      int e = t.seqHeads[PrefixTable.mix(seq) & (t.seqHeads.length - 1)];
-      while (e != NIL) {
-        n += t.table[e * STRIDE + SEQ] == seq ? 1 : 0;
-        e = (int) (t.table[e * STRIDE + LINK] >> 32);
+      long[] probe = t.seqSlots;
+      for (int pos = PrefixTable.home(PrefixTable.mix(seq), probe.length); (int) probe[pos] >= 0;
+          pos = (pos + 1) % probe.length) {
+        n += t.table[(int) probe[pos] * STRIDE + SEQ] == seq ? 1 : 0;
       }
       return n;
     });
   }
 
-  private static void check(PrefixTable t) {
+  static void check(PrefixTable t) {
     long[] table = t.table;
     int live = 0;
     int shadowCount = 0;
@@ -100,6 +100,42 @@ public final class IndexInvariants {
         throw new IllegalStateException("slot " + s + " counts " + t.slotEntries[s] + " but holds " + perSlot[s]);
       }
     }
+    int chained = 0;
+    for (int e = 0; e < t.highWater; e++) {
+      long meta = table[e * STRIDE + META];
+      chained += (meta & REFCOUNT_MASK) != 0 && (meta & (ORPHAN | SHADOW)) == 0 ? 1 : 0;
+    }
+    long[] probe = t.seqSlots;
+    int used = 0;
+    for (int pos = 0; pos < probe.length; pos++) {
+      long v = probe[pos];
+      if (v == PrefixTable.EMPTY) {
+        continue;
+      }
+      int e = (int) v;
+      if (e < 0 || e >= t.highWater) {
+        throw new IllegalStateException("probe slot " + pos + " names entry " + e + " outside the table");
+      }
+      long meta = table[e * STRIDE + META];
+      if ((meta & REFCOUNT_MASK) == 0 || (meta & (ORPHAN | SHADOW)) != 0) {
+        throw new IllegalStateException("probe slot " + pos + " names entry " + e + ", free, orphan or shadow");
+      }
+      if ((int) (v >>> 32) != PrefixTable.mix(table[e * STRIDE + SEQ])) {
+        throw new IllegalStateException("probe slot " + pos + " has a fingerprint not its entry's");
+      }
+      for (int p = PrefixTable.home((int) (v >>> 32), probe.length); p != pos; p = (p + 1) % probe.length) {
+        if (probe[p] == PrefixTable.EMPTY) {
+          throw new IllegalStateException("probe slot " + pos + " unreachable from its home (free slot " + p + ")");
+        }
+      }
+      used++;
+    }
+    if (used != chained) {
+      throw new IllegalStateException(chained + " chained entries but " + used + " probe slots in use");
+    }
+    if (used * 2L > probe.length) {
+      throw new IllegalStateException(used + " of " + probe.length + " probe slots in use: over half");
+    }
     int lruCount = 0;
     for (int e = t.lruHead; e != NIL; e = (int) table[e * STRIDE + LRU]) {
       lruCount++;
@@ -116,12 +152,12 @@ public final class IndexInvariants {
   }
 
   private static boolean inSeqChain(PrefixTable t, int target) {
-    int e = t.seqHeads[PrefixTable.mix(t.table[target * STRIDE + SEQ]) & (t.seqHeads.length - 1)];
-    while (e != NIL) {
-      if (e == target) {
+    long[] probe = t.seqSlots;
+    for (int pos = PrefixTable.home(PrefixTable.mix(t.table[target * STRIDE + SEQ]), probe.length);
+        (int) probe[pos] >= 0; pos = (pos + 1) % probe.length) {
+      if ((int) probe[pos] == target) {
         return true;
       }
-      e = (int) (t.table[e * STRIDE + LINK] >> 32);
     }
     return false;
   }

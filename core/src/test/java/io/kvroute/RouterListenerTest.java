@@ -215,6 +215,73 @@ class RouterListenerTest {
   }
 
   @Test
+  void aThrowingRegistryListenerNeitherBreaksTheChangeNorSilencesTheListenersAfterIt() {
+    Router router = Router.newBuilder().ticker(ticker).build();
+    RouterListener thrower = new RouterListener() {
+      @Override
+      public void onWorkerAdded(Worker worker) {
+        throw new IllegalStateException("boom");
+      }
+
+      @Override
+      public void onWorkerRemoved(Worker worker) {
+        throw new IllegalStateException("boom");
+      }
+
+      @Override
+      public void onWorkerUpdated(Worker worker) {
+        throw new IllegalStateException("boom");
+      }
+    };
+    List<String> heard = Collections.synchronizedList(new ArrayList<>());
+    router.workers().addListener(thrower);
+    router.workers().addListener(new RouterListener() {
+      @Override
+      public void onWorkerAdded(Worker worker) {
+        heard.add("added " + worker.id().name());
+      }
+
+      @Override
+      public void onWorkerRemoved(Worker worker) {
+        heard.add("removed " + worker.id().name());
+      }
+
+      @Override
+      public void onWorkerUpdated(Worker worker) {
+        heard.add("updated " + worker.id().name());
+      }
+    });
+    router.addWorker(Worker.of(A));
+    router.workers().update(Worker.of(A, URI.create("http://127.0.0.1:1")));
+    assertTrue(router.updateLoad(A, new EngineLoad(1, 0, 0.5, 7)));
+    assertTrue(router.removeWorker(A));
+    assertEquals(List.of("added a", "updated a", "updated a", "removed a"), heard);
+    assertEquals(0, router.workers().size());
+  }
+
+  @Test
+  void aRemovedWorkersRequestReportsNoHealthChangeForIt() {
+    List<String> changes = Collections.synchronizedList(new ArrayList<>());
+    Router router = Router.newBuilder().ticker(ticker).listener(new RouterListener() {
+      @Override
+      public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
+        changes.add(worker.name() + " " + from + " -> " + to);
+      }
+    }).build();
+    router.addWorker(Worker.of(A));
+    Routing inFlight = router.select(Fixtures.prompt(7, 64));
+    router.reportFailure(A, FailureKind.TIMEOUT);
+    assertEquals(List.of("a HEALTHY -> SUSPECT"), changes);
+    assertTrue(router.removeWorker(A));
+    inFlight.firstToken(); // a token proves a suspect worker alive, but this one is gone
+    inFlight.close();
+    assertEquals(List.of("a HEALTHY -> SUSPECT"), changes, "a change reported for a worker no longer registered");
+    router.addWorker(Worker.of(A)); // the same id again: a new registration, healthy, with nothing to report
+    assertEquals(HealthState.HEALTHY, router.health(A));
+    assertEquals(1, changes.size());
+  }
+
+  @Test
   void aLoadUpdateIsReportedAsAWorkerUpdate() {
     List<String> updates = Collections.synchronizedList(new ArrayList<>());
     Router router = Router.newBuilder().listener(new RouterListener() {

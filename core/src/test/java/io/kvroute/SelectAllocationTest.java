@@ -73,6 +73,43 @@ class SelectAllocationTest {
     }
   }
 
+  /**
+   * In approximate mode a prompt routed again to the worker predicted to hold it renews its prediction in place: no
+   * copy of its hashes, no queued record, so the request allocates what a KV-event-mode one does (it allocated a
+   * 1 KiB copy of the 128 hashes and a queue record per selection before).
+   */
+  @Test
+  void inApproximateModeARepeatedPromptAllocatesItsHandleAndItsRequestOnly() {
+    assumeTrue(flag("UseCompressedOops") && flag("UseCompressedClassPointers") && !flag("UseCompactObjectHeaders"));
+    Router router = Router.newBuilder().policy(RouterPolicy.approximate()).randomSeed(1).build();
+    for (int w = 0; w < 4; w++) {
+      router.addWorker(Worker.of(WorkerId.of("w" + w)));
+    }
+    int[][] prompts = new int[32][];
+    for (int i = 0; i < prompts.length; i++) {
+      prompts[i] = Fixtures.prompt(700 + i, 2048);
+    }
+    ThreadMXBean mx = (ThreadMXBean) ManagementFactory.getThreadMXBean();
+    long thread = Thread.currentThread().getId();
+    long least = Long.MAX_VALUE;
+    int requests = 4_000;
+    for (int round = 0; round < 40 && least > 0; round++) {
+      long before = mx.getThreadAllocatedBytes(thread);
+      for (int i = 0; i < requests; i++) {
+        try (Routing r = router.select(prompts[i & 31])) {
+          r.firstToken();
+        }
+      }
+      least = Math.min(least, mx.getThreadAllocatedBytes(thread) - before);
+      if (least <= 160L * requests) {
+        break;
+      }
+    }
+    double perRequest = (double) least / requests;
+    assertTrue(perRequest <= 160, "a request allocates " + perRequest + " B");
+    assertTrue(router.predictions().renewed >= requests, "renewed " + router.predictions().renewed);
+  }
+
   private static boolean flag(String name) {
     try {
       return "true".equals(ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class).getVMOption(name)

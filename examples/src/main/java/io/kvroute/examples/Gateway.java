@@ -78,6 +78,12 @@ public final class Gateway implements AutoCloseable {
   static final int MAX_BODY_BYTES = 32 << 20;
   /** The most requests served at once; more are refused by the HTTP server. */
   static final int MAX_CONCURRENT_REQUESTS = 1024;
+  /**
+   * How long a client may take to send its request, headers and body, by default: one that sends slower holds a
+   * request thread, and {@value #MAX_CONCURRENT_REQUESTS} of them (or one client whose body stops short of its
+   * Content-Length) would stop the gateway serving anyone; the JDK server has no limit unless one is set.
+   */
+  static final int DEFAULT_REQUEST_READ_SECONDS = 60;
 
   private static final Set<String> NOT_FORWARDED = Set.of("host", "content-length", "content-type", "connection",
       "accept-encoding", "transfer-encoding", "keep-alive", "upgrade", "te", "trailer", "proxy-connection",
@@ -117,7 +123,8 @@ public final class Gateway implements AutoCloseable {
 
   /** The parsed command line. */
   record Options(List<WorkerSpec> workers, String policy, TokenizerMode tokenizer, @Nullable Path tokenizerDir,
-      boolean tokenizerFallback, String host, int port, int metricsPort, int blockSize, Duration scrapeInterval) {}
+      boolean tokenizerFallback, String host, int port, int metricsPort, int blockSize, Duration scrapeInterval,
+      int requestReadSeconds) {}
 
   private final Options options;
   private final Router router;
@@ -191,6 +198,7 @@ public final class Gateway implements AutoCloseable {
           t.setDaemon(true);
           return t;
         });
+    limitRequestTime(options.requestReadSeconds());
     this.server = HttpServer.create(new InetSocketAddress(options.host(), options.port()), 0);
     server.setExecutor(executor);
     server.createContext("/", this::handle);
@@ -202,6 +210,17 @@ public final class Gateway implements AutoCloseable {
       metricsServer = null;
     }
     server.start();
+  }
+
+  /**
+   * Sets the JDK server's {@code sun.net.httpserver.maxReqTime} (a connection still sending its request after this
+   * many seconds is closed) unless it was set with {@code -D}. The JDK reads it once, when its first HTTP server is
+   * created in the process, so this takes effect only if none was created before (true of {@link #main}).
+   */
+  private static void limitRequestTime(int seconds) {
+    if (seconds > 0 && System.getProperty("sun.net.httpserver.maxReqTime") == null) {
+      System.setProperty("sun.net.httpserver.maxReqTime", Integer.toString(seconds));
+    }
   }
 
   /**
@@ -491,6 +510,7 @@ public final class Gateway implements AutoCloseable {
     int metricsPort = -1;
     int blockSize = 16;
     Duration scrape = Duration.ofSeconds(1);
+    int requestReadSeconds = DEFAULT_REQUEST_READ_SECONDS;
     for (int i = 0; i < args.length; i++) {
       String flag = args[i];
       if (i + 1 >= args.length) {
@@ -529,6 +549,7 @@ public final class Gateway implements AutoCloseable {
         case "--metrics-port" -> metricsPort = intFlag(flag, value, 0, 65535);
         case "--block-size" -> blockSize = intFlag(flag, value, 1, 1 << 16);
         case "--scrape-interval-ms" -> scrape = Duration.ofMillis(intFlag(flag, value, 0, Integer.MAX_VALUE));
+        case "--request-read-timeout-s" -> requestReadSeconds = intFlag(flag, value, 0, Integer.MAX_VALUE);
         default -> throw new IllegalArgumentException("unknown option " + flag + "; see --help");
       }
     }
@@ -542,7 +563,7 @@ public final class Gateway implements AutoCloseable {
       throw new IllegalArgumentException("--tokenizer-fallback worker needs --tokenizer DIR");
     }
     return new Options(List.copyOf(workers), policy, tokenizer, tokenizerDir, tokenizerFallback, host, port,
-        metricsPort, blockSize, scrape);
+        metricsPort, blockSize, scrape, requestReadSeconds);
   }
 
   private static int intFlag(String flag, String value, int min, int max) {
@@ -575,7 +596,9 @@ public final class Gateway implements AutoCloseable {
         "  --port 8080              the OpenAI-compatible port (0: any free port)",
         "  --metrics-port N         serve Prometheus text at http://host:N/metrics (default: off)",
         "  --block-size 16          tokens per KV block; must equal the engines' --block-size",
-        "  --scrape-interval-ms 1000  how often each worker's /metrics is read for its load (0: never)"));
+        "  --scrape-interval-ms 1000  how often each worker's /metrics is read for its load (0: never)",
+        "  --request-read-timeout-s 60  close a connection still sending its request (headers and body) after",
+        "                           this long (0: never), so that slow clients cannot hold every request thread"));
   }
 
   /**

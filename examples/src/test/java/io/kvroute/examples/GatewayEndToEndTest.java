@@ -405,6 +405,51 @@ class GatewayEndToEndTest {
     }
   }
 
+  /**
+   * A client that stops sending its body short of its Content-Length is cut off after --request-read-timeout-s,
+   * in a gateway process of its own (the JDK reads the limit once per process, when its first server starts).
+   * Before the limit, such a client held a request thread for good, and 1,024 of them stopped the gateway.
+   */
+  @Test
+  void aClientThatNeverFinishesItsBodyIsCutOff() throws Exception {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-cp", System.getProperty("java.class.path"), "io.kvroute.examples.Gateway",
+        "--worker", "w=http://127.0.0.1:" + freePort(), "--tokenizer", "ids", "--port", "0",
+        "--scrape-interval-ms", "0", "--request-read-timeout-s", "1"));
+    Process gatewayProcess = new ProcessBuilder(command).redirectErrorStream(true).start();
+    processes.add(gatewayProcess);
+    BufferedReader out = new BufferedReader(new InputStreamReader(gatewayProcess.getInputStream(),
+        StandardCharsets.UTF_8));
+    Matcher listening = null;
+    for (String line = out.readLine(); line != null; line = out.readLine()) {
+      Matcher m = Pattern.compile("listening on http://127\\.0\\.0\\.1:(\\d+)/v1").matcher(line);
+      if (m.find()) {
+        listening = m;
+        break;
+      }
+    }
+    assertTrue(listening != null, "the gateway did not start");
+    int port = Integer.parseInt(listening.group(1));
+    try (java.net.Socket slow = new java.net.Socket("127.0.0.1", port)) {
+      slow.setSoTimeout(20_000);
+      slow.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          + "Content-Length: 100\r\n\r\n{\"prompt\":").getBytes(StandardCharsets.US_ASCII));
+      slow.getOutputStream().flush();
+      int read;
+      try {
+        read = slow.getInputStream().read();
+      } catch (java.net.SocketException reset) {
+        read = -1;
+      } catch (java.net.SocketTimeoutException stillOpen) {
+        throw new AssertionError("the connection of a client that never finished its body was still open after 20 s");
+      }
+      assertEquals(-1, read, "the server closed the connection without an answer");
+    }
+    HttpResponse<String> health = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+        + "/health")).build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, health.statusCode(), "the gateway still serves");
+  }
+
   @Test
   void theCommandLineIsCheckedWithClearMessages() {
     assertEquals("at least one --worker name=http://host:port is required",

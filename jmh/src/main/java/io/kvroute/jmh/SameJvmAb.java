@@ -137,6 +137,7 @@ public final class SameJvmAb {
     private byte[][] payloads = new byte[0][];
     private int next;
     private long sink0;
+    private final Routing[] open = new Routing[64];
 
     /**
      * Builds the workload.
@@ -148,6 +149,36 @@ public final class SameJvmAb {
     public Driver(String kind, String match, int distinct) {
       this.kind = kind;
       SplittableRandom random = new SplittableRandom(Workload.SEED);
+      if (kind.startsWith("approx")) {
+        // SharedLoadBenchmark.select's state with sync=NONE: an approximate-mode router, 16 workers, 2,048-token
+        // prompts, 64 requests in flight (the benchmark's peer) beside the measured one. "approx": 512 random
+        // prompts (each repeats every 512 selections); "approxShared": 16 kinds of 1,024-token prefix, each with 32
+        // random 1,024-token tails; "approxTails": the same prefixes with a fresh random tail on every request;
+        // "approxChat": conversations of 16 turns of 128 tokens, 32 conversations.
+        router = Router.newBuilder().policy(io.kvroute.RouterPolicy.approximate()).randomSeed(Workload.SEED).build();
+        for (WorkerId id : Workload.workers(16)) {
+          router.addWorker(Worker.of(id));
+        }
+        prompts = new int[512][];
+        int[][] prefixes = new int[32][];
+        for (int i = 0; i < prefixes.length; i++) {
+          prefixes[i] = Workload.tokens(random, kind.equals("approxChat") ? 2048 : 1024);
+        }
+        for (int i = 0; i < prompts.length; i++) {
+          if (kind.equals("approx")) {
+            prompts[i] = Workload.tokens(random, 2048);
+          } else if (kind.equals("approxShared") || kind.equals("approxTails")) {
+            int[] p = Arrays.copyOf(prefixes[i % 16], 2048);
+            System.arraycopy(Workload.tokens(random, 1024), 0, p, 1024, 1024);
+            prompts[i] = p;
+          } else { // turn t of conversation c: its first 128 * (t + 1) tokens, routed in conversation order
+            int c = i / 16;
+            int t = i % 16;
+            prompts[(i % 16) * 32 + c] = Arrays.copyOf(prefixes[c], 128 * (t + 1));
+          }
+        }
+        return;
+      }
       router = Router.newBuilder().randomSeed(Workload.SEED).build();
       sink = router.eventSink();
       if (kind.equals("hash")) {
@@ -179,6 +210,30 @@ public final class SameJvmAb {
       long start = System.nanoTime();
       long ops = reps;
       switch (kind) {
+        case "approx":
+        case "approxShared":
+        case "approxChat":
+        case "approxTails":
+          for (int i = 0; i < reps; i++) {
+            int at = next++;
+            int slot = at & 63;
+            if (open[slot] != null) {
+              open[slot].close();
+            }
+            int[] prompt = prompts[at & (prompts.length - 1)];
+            if (kind.equals("approxTails")) { // a fresh tail each time (the stored one salted): nothing repeats
+              prompt = prompt.clone();
+              int salt = (at + 1) << 8;
+              for (int t = 1024; t < prompt.length; t++) {
+                prompt[t] ^= salt;
+              }
+            }
+            Routing routing = router.select(prompt);
+            routing.firstToken();
+            open[slot] = routing;
+            sink0 += routing.matchedBlocks();
+          }
+          break;
         case "select":
           for (int i = 0; i < reps; i++) {
             try (Routing routing = router.select(prompts[next++ & (prompts.length - 1)])) {

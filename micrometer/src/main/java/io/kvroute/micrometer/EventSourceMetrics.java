@@ -5,10 +5,13 @@ import io.kvroute.WorkerId;
 import io.kvroute.events.zmq.EventSourceListener;
 import io.kvroute.events.zmq.KvEventSubscriber;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.TimeGauge;
+import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
@@ -34,6 +37,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@value #LAST_BATCH_AGE} (time gauge: seconds since the worker's last applied batch, by this binder's ticker, NaN
  * before the first). The age is the event lag the router can see: batches carry no clock the router can trust, so a
  * stream that stalls shows as an age growing past the engine's usual gap between batches.
+ *
+ * <p>A worker removed from the subscriber (purge reason {@code removed}) takes its meters with it, so the
+ * {@code removed} purge count stays 0; a worker added again under the same id starts from zero.
  */
 public final class EventSourceMetrics extends BoundMeters implements EventSourceListener {
   /** Batches applied, live or replayed. */
@@ -122,7 +128,26 @@ public final class EventSourceMetrics extends BoundMeters implements EventSource
 
   @Override
   public void onPurged(WorkerId worker, PurgeReason reason) {
+    if (reason == PurgeReason.REMOVED) {
+      forget(worker);
+      return;
+    }
     stream(worker).purges.get(reason).increment();
+  }
+
+  /**
+   * A worker removed from the subscriber takes its meters with it: with workers that come and go they would pile up
+   * without bound, and its {@value #LAST_BATCH_AGE} would grow forever, an event lag alarm for a worker long gone.
+   */
+  private void forget(WorkerId worker) {
+    Stream s = streams.remove(worker);
+    if (s != null) {
+      s.meters.forEach(meters::remove);
+    }
+    Counter c = decodeErrors.remove(worker);
+    if (c != null) {
+      meters.remove(c);
+    }
   }
 
   @Override
@@ -158,6 +183,7 @@ public final class EventSourceMetrics extends BoundMeters implements EventSource
     final Counter restarts;
     final Counter dropped;
     final Map<PurgeReason, Counter> purges = new EnumMap<>(PurgeReason.class);
+    final List<Meter> meters = new ArrayList<>();
 
     Stream(WorkerId worker) {
       Tags t = workerTags(worker);
@@ -174,14 +200,19 @@ public final class EventSourceMetrics extends BoundMeters implements EventSource
         purges.put(reason, counter(PURGES, t.and("reason", reason.name().toLowerCase(Locale.ROOT)), null,
             "Purges of the worker's index entries"));
       }
-      TimeGauge.builder(LAST_BATCH_AGE, lastBatchNanos, TimeUnit.NANOSECONDS, last -> {
+      meters.addAll(List.of(batches, events, storedBlocks, gaps, replays, replayedBatches, replayFailures, restarts,
+          dropped));
+      meters.addAll(purges.values());
+      meters.add(TimeGauge.builder(LAST_BATCH_AGE, lastBatchNanos, TimeUnit.NANOSECONDS, last -> {
         long at = last.get();
         return at == Long.MIN_VALUE ? Double.NaN : Math.max(0, ticker.read() - at);
-      }).tags(t).description("Time since the worker's last applied KV event batch").register(meters);
+      }).tags(t).description("Time since the worker's last applied KV event batch")
+          .register(EventSourceMetrics.this.meters));
     }
 
     private Counter counter(String name, Tags t, String unit, String description) {
-      return Counter.builder(name).tags(t).baseUnit(unit).description(description).register(meters);
+      return Counter.builder(name).tags(t).baseUnit(unit).description(description)
+          .register(EventSourceMetrics.this.meters);
     }
   }
 }

@@ -57,6 +57,9 @@ import org.jspecify.annotations.Nullable;
  *       {@value #INDEX_ENTRIES}, {@value #INDEX_CAPACITY}, {@value #INDEX_MAX_ENTRIES} and {@value #INDEX_MEMORY}
  *       (gauges, the last in bytes), {@value #INDEX_WORKER_ENTRIES} (gauge; worker, rank).
  * </ul>
+ *
+ * <p>A worker's meters are removed with it ({@link RouterListener#onWorkerRemoved}), so that workers that come and go
+ * leave nothing behind; a worker added again under the same id starts from zero.
  */
 public final class RouterMetrics extends BoundMeters implements RouterListener {
   /** Requests routed, by policy and worker. */
@@ -206,14 +209,26 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
     m.promptTokens.record(routing.promptTokens());
   }
 
+  /** The meters {@link #onRouted} made for the handle's pair, or null once its worker was removed. */
+  private @Nullable RouteMeters existingRouteMeters(Routing routing) {
+    Map<WorkerId, RouteMeters> workers = byPolicy.get(routing.policy());
+    return workers == null ? null : workers.get(routing.workerId());
+  }
+
   @Override
   public void onFirstToken(Routing routing, long elapsedNanos) {
-    routeMeters(routing).timeToFirstToken.record(Math.max(0, elapsedNanos), TimeUnit.NANOSECONDS);
+    RouteMeters m = existingRouteMeters(routing); // a request still open when its worker left creates no meters
+    if (m != null) {
+      m.timeToFirstToken.record(Math.max(0, elapsedNanos), TimeUnit.NANOSECONDS);
+    }
   }
 
   @Override
   public void onClosed(Routing routing, long elapsedNanos) {
-    routeMeters(routing).duration.record(Math.max(0, elapsedNanos), TimeUnit.NANOSECONDS);
+    RouteMeters m = existingRouteMeters(routing);
+    if (m != null) {
+      m.duration.record(Math.max(0, elapsedNanos), TimeUnit.NANOSECONDS);
+    }
   }
 
   @Override
@@ -231,9 +246,27 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
 
   @Override
   public void onWorkerRemoved(Worker worker) {
-    List<Meter> gauges = workerGauges.remove(worker.id());
+    // Every meter tagged with the worker leaves with it: with workers that come and go (pods, autoscaling) they
+    // would otherwise pile up without bound, two histogram timers and all, in memory and in every scrape.
+    WorkerId id = worker.id();
+    List<Meter> gauges = workerGauges.remove(id);
     if (gauges != null) {
       gauges.forEach(meters::remove);
+    }
+    for (Map<WorkerId, RouteMeters> workers : byPolicy.values()) {
+      RouteMeters m = workers.remove(id);
+      if (m != null) {
+        List.of(m.decisions, m.predictedCachedTokens, m.promptTokens, m.timeToFirstToken, m.duration)
+            .forEach(meters::remove);
+      }
+    }
+    Counters c = byWorker.remove(id);
+    if (c != null) {
+      List.of(c.orphanBlocks, c.mismatchedBlocks, c.unknownRemovals, c.invalidEvents).forEach(meters::remove);
+    }
+    Map<HealthState, Counter> changes = healthChanges.remove(id);
+    if (changes != null) {
+      changes.values().forEach(meters::remove);
     }
   }
 
@@ -264,7 +297,12 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
 
   @Override
   public void onHealthChanged(WorkerId worker, HealthState from, HealthState to, String reason) {
-    Map<HealthState, Counter> changes = healthChanges.computeIfAbsent(worker, w -> {
+    Map<HealthState, Counter> changes = healthChanges.get(worker);
+    Router r = router;
+    if (changes == null && r != null && r.workers().find(worker).isEmpty()) {
+      return; // the first token of a request still open when its worker left: no meters for a departed worker
+    }
+    changes = changes != null ? changes : healthChanges.computeIfAbsent(worker, w -> {
       Map<HealthState, Counter> m = new EnumMap<>(HealthState.class);
       for (HealthState state : HealthState.values()) {
         m.put(state, Counter.builder(WORKER_HEALTH_CHANGES).tags(workerTags(w)

@@ -7,9 +7,12 @@ import io.kvroute.transport.okhttp.ScrapeFailure;
 import io.kvroute.transport.okhttp.ScrapeListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
+import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -30,6 +33,9 @@ import org.jspecify.annotations.Nullable;
  * success, connection, timeout, http_status, too_large, malformed), {@value #MALFORMED_LINES} (counter), and from
  * the last successful scrape {@value #RUNNING}, {@value #WAITING} (gauges, requests) and {@value #KV_CACHE_USAGE}
  * (gauge, the fraction 0..1 of KV cache blocks in use); gauges are NaN before the first success.
+ *
+ * <p>A worker's meters go when the scraper finds it no longer registered ({@link ScrapeListener#onWorkerGone}), so
+ * that a departed worker does not show its last load forever.
  */
 public final class ScrapeMetrics extends BoundMeters implements ScrapeListener {
   /** Scrapes, by outcome. */
@@ -80,6 +86,14 @@ public final class ScrapeMetrics extends BoundMeters implements ScrapeListener {
   }
 
   @Override
+  public void onWorkerGone(WorkerId worker) {
+    Target t = targets.remove(worker);
+    if (t != null) {
+      t.owned.forEach(meters::remove);
+    }
+  }
+
+  @Override
   public String toString() {
     return "ScrapeMetrics{" + tags + ", workers=" + targets.keySet() + "}";
   }
@@ -90,6 +104,7 @@ public final class ScrapeMetrics extends BoundMeters implements ScrapeListener {
     final Counter successes;
     final Counter malformedLines;
     final Map<ScrapeFailure, Counter> failures = new EnumMap<>(ScrapeFailure.class);
+    final List<Meter> owned = new ArrayList<>();
 
     Target(WorkerId worker) {
       Tags t = workerTags(worker);
@@ -101,12 +116,15 @@ public final class ScrapeMetrics extends BoundMeters implements ScrapeListener {
       }
       malformedLines = Counter.builder(MALFORMED_LINES).tags(t).baseUnit("lines")
           .description("Lines of scraped responses that could not be read").register(meters);
-      Gauge.builder(RUNNING, last, r -> value(r.get(), 0)).tags(t).baseUnit("requests")
-          .description("Requests the engine reported running").register(meters);
-      Gauge.builder(WAITING, last, r -> value(r.get(), 1)).tags(t).baseUnit("requests")
-          .description("Requests the engine reported waiting").register(meters);
-      Gauge.builder(KV_CACHE_USAGE, last, r -> value(r.get(), 2)).tags(t)
-          .description("Fraction of KV cache blocks the engine reported in use").register(meters);
+      owned.add(Gauge.builder(RUNNING, last, r -> value(r.get(), 0)).tags(t).baseUnit("requests")
+          .description("Requests the engine reported running").register(meters));
+      owned.add(Gauge.builder(WAITING, last, r -> value(r.get(), 1)).tags(t).baseUnit("requests")
+          .description("Requests the engine reported waiting").register(meters));
+      owned.add(Gauge.builder(KV_CACHE_USAGE, last, r -> value(r.get(), 2)).tags(t)
+          .description("Fraction of KV cache blocks the engine reported in use").register(meters));
+      owned.add(successes);
+      owned.add(malformedLines);
+      owned.addAll(failures.values());
     }
   }
 

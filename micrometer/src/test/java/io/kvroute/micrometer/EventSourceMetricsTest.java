@@ -67,4 +67,28 @@ class EventSourceMetricsTest {
       assertEquals(0, registry.get(EventSourceMetrics.LAST_BATCH_AGE).timeGauge().value(TimeUnit.SECONDS), 1e-9);
     }
   }
+
+  @Test
+  void aRemovedWorkerTakesItsMetersAndItsGrowingAgeWithIt() throws Exception {
+    metrics.bindTo(registry);
+    Router router = Router.newBuilder().build();
+    WorkerId id = WorkerId.of("leaving");
+    router.addWorker(Worker.of(id));
+    try (KvEventPublisher publisher = KvEventPublisher.newBuilder().build();
+        KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(router.eventSink()).listener(metrics)
+            .build()) {
+      subscriber.addWorker(id, publisher.endpoint(), null, "", 1);
+      subscriber.start();
+      assertTrue(publisher.awaitSubscribers(1, Duration.ofSeconds(20)));
+      publisher.publish(List.of(Fixtures.storedFor(Fixtures.prompt(1, 32), 16, 9)));
+      Await.until(() -> registry.find(EventSourceMetrics.BATCHES).tags("worker", "leaving").counter() != null,
+          () -> "a batch");
+      assertTrue(subscriber.removeWorker(id));
+      // Before: the departed worker's age kept growing (an event lag alarm for a worker long gone), and each
+      // worker that ever came left twenty meters behind.
+      Await.until(() -> registry.getMeters().stream().noneMatch(m -> "leaving".equals(m.getId().getTag("worker"))),
+          () -> "no meter of the removed worker; left: " + registry.getMeters().stream()
+              .filter(m -> "leaving".equals(m.getId().getTag("worker"))).map(m -> m.getId().getName()).toList());
+    }
+  }
 }

@@ -118,6 +118,38 @@ class RouterMetricsTest {
   }
 
   @Test
+  void workersThatComeAndGoLeaveNoMetersBehind() {
+    Router router = router(); // a and b stay
+    Set<String> staying = Set.of("a", "b");
+    for (int i = 0; i < 20; i++) {
+      WorkerId w = WorkerId.of("pod-" + i);
+      router.addWorker(Worker.of(w));
+      Routing done = router.select(RouteRequest.newBuilder(Fixtures.prompt(300 + i, 64)).allowedWorkers(Set.of(w))
+          .build());
+      done.firstToken();
+      done.close();
+      router.eventSink().apply(w, Fixtures.storedFor(Fixtures.prompt(400 + i, 64), 32, 3)); // mismatched blocks
+      router.reportFailure(w, FailureKind.CONNECT_FAILED); // a health change
+      Routing open = router.select(RouteRequest.newBuilder(Fixtures.prompt(500 + i, 64)).allowedWorkers(Set.of(w))
+          .build());
+      assertEquals(1, count(RouterMetrics.DECISIONS, w) - 1, 0.0); // both requests counted while it is here
+      router.removeWorker(w);
+      open.firstToken(); // still in flight when its worker left
+      open.close();
+    }
+    for (var meter : registry.getMeters()) {
+      String worker = meter.getId().getTag("worker");
+      assertTrue(worker == null || staying.contains(worker), "a meter of a departed worker: " + meter.getId());
+    }
+    // Re-added under the same id, a worker starts from zero.
+    WorkerId again = WorkerId.of("pod-3");
+    router.addWorker(Worker.of(again));
+    router.select(RouteRequest.newBuilder(Fixtures.prompt(600, 64)).allowedWorkers(Set.of(again)).build()).close();
+    assertEquals(1, count(RouterMetrics.DECISIONS, again), 0.0);
+    assertEquals(1, registry.get(RouterMetrics.DURATION).tags("worker", "pod-3").timer().count());
+  }
+
+  @Test
   void unroutableRequestsAndExpiredBookingsAreCounted() {
     Router router = Router.newBuilder().ticker(ticker).bookingTimeout(Duration.ofSeconds(1)).listener(metrics)
         .build();

@@ -49,4 +49,31 @@ class ScrapeMetricsTest {
       assertTrue(Double.isNaN(registry.get(ScrapeMetrics.RUNNING).tags("worker", "dead").gauge().value()));
     }
   }
+
+  @Test
+  void aRemovedWorkersLastLoadLeavesWithIt() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    ScrapeMetrics metrics = new ScrapeMetrics();
+    metrics.bindTo(registry);
+    Router router = Router.newBuilder().build();
+    try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
+        .kvEvents(false).build();
+        EngineMetricsScraper scraper = EngineMetricsScraper.newBuilder(router).listener(metrics).build()) {
+      router.addWorker(Worker.of(WorkerId.of("stays"), sim.baseUri()));
+      router.addWorker(Worker.of(WorkerId.of("leaves"), sim.baseUri()));
+      scraper.scrapeNow();
+      assertEquals(0, registry.get(ScrapeMetrics.RUNNING).tags("worker", "leaves").gauge().value(), 0.0);
+      router.removeWorker(WorkerId.of("leaves"));
+      scraper.scrapeNow(); // the next round sees it gone
+      // Before: its gauges showed its last load for good, and every worker that ever came left ten meters.
+      assertTrue(registry.getMeters().stream().noneMatch(m -> "leaves".equals(m.getId().getTag("worker"))),
+          "meters of the removed worker remain");
+      assertEquals(2, registry.get(ScrapeMetrics.SCRAPES).tags("worker", "stays", "outcome", "success").counter()
+          .count(), 0.0);
+      router.addWorker(Worker.of(WorkerId.of("leaves"), sim.baseUri())); // back under the same id: from zero
+      scraper.scrapeNow();
+      assertEquals(1, registry.get(ScrapeMetrics.SCRAPES).tags("worker", "leaves", "outcome", "success").counter()
+          .count(), 0.0);
+    }
+  }
 }

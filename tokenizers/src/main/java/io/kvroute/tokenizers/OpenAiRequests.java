@@ -76,8 +76,8 @@ final class OpenAiRequests {
       }
       model = m;
     }
-    boolean hasPrompt = map.containsKey("prompt");
-    boolean hasMessages = map.containsKey("messages");
+    boolean hasPrompt = map.get("prompt") != null; // a JSON null counts as absent, as in vLLM's server
+    boolean hasMessages = map.get("messages") != null;
     if (hasPrompt == hasMessages) {
       throw new IllegalArgumentException("the request body must have exactly one of prompt and messages");
     }
@@ -106,7 +106,7 @@ final class OpenAiRequests {
     }
     boolean generation = bool(map, "add_generation_prompt", true);
     boolean continueFinal = bool(map, "continue_final_message", false);
-    if (generation && continueFinal && map.containsKey("add_generation_prompt")) {
+    if (generation && continueFinal && map.get("add_generation_prompt") != null) {
       throw new IllegalArgumentException(
           "add_generation_prompt and continue_final_message cannot both be true");
     }

@@ -112,6 +112,24 @@ class BadInputTest {
     assertBad(t, "[]", "must be a JSON object");
   }
 
+  /** A JSON null counts as absent, as in OpenAiRequest and vLLM's server: not a second prompt, nor a flag set. */
+  @Test
+  void nullMembersCountAsAbsent() {
+    HfTokenizer t = TestModels.shared(TestModels.QWEN3);
+    String chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
+    int[] plain = t.tokenizeRequest((chat + "}").getBytes(StandardCharsets.UTF_8));
+    assertArrayEquals(plain, t.tokenizeRequest((chat + ", \"prompt\": null, \"tools\": null}")
+        .getBytes(StandardCharsets.UTF_8)));
+    assertArrayEquals(t.tokenize("x y", true), t.tokenizeRequest("{\"prompt\": \"x y\", \"messages\": null}"
+        .getBytes(StandardCharsets.UTF_8)));
+    // add_generation_prompt null is its default (true), which continue_final_message turns off without a conflict
+    int[] continued = t.tokenizeRequest((chat + ", \"continue_final_message\": true}")
+        .getBytes(StandardCharsets.UTF_8));
+    assertArrayEquals(continued, t.tokenizeRequest((chat + ", \"continue_final_message\": true, "
+        + "\"add_generation_prompt\": null}").getBytes(StandardCharsets.UTF_8)));
+    assertBad(t, "{\"prompt\": null}", "exactly one of prompt and messages");
+  }
+
   private static void assertBad(HfTokenizer t, String body, String expected) {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> t.tokenizeRequest(utf8(body)));
     assertTrue(message(e).contains(expected), "expected '" + expected + "' in: " + message(e));

@@ -16,7 +16,7 @@ import org.jspecify.annotations.Nullable;
  * {@code content}, {@code reasoning_content}, {@code reasoning} or {@code tool_calls}; or {@code [DONE]}, an error,
  * or data that is not a JSON object, so that nothing unusual holds a booking's prefill back. An event that only
  * opens the assistant's turn ({@code "delta":{"role":"assistant","content":""}}) or carries usage does not count.
- * Any other body holds it in its first byte. Only the bytes up to the first token are examined; an event longer
+ * Lines may end with CR LF, LF or CR. Any other body holds it in its first byte. Only the bytes up to the first token are examined; an event longer
  * than {@link #MAX_EVENT_BYTES} counts without being parsed, which bounds what one response can make it hold.
  */
 public final class FirstTokenScanner {
@@ -29,6 +29,7 @@ public final class FirstTokenScanner {
   private boolean hasData;
   private int eventBytes;
   private boolean seen;
+  private boolean lastWasCr;
 
   /**
    * Creates a scanner for one response body.
@@ -71,8 +72,14 @@ public final class FirstTokenScanner {
     if (!eventStream) {
       return seen = true;
     }
-    if (b == '\n') {
+    // A line ends at CR LF, LF or CR alone (the event stream grammar); the LF of a CR LF ends nothing more.
+    boolean afterCr = lastWasCr;
+    lastWasCr = b == '\r';
+    if (b == '\r' || (b == '\n' && !afterCr)) {
       return seen = onLine();
+    }
+    if (b == '\n') {
+      return false;
     }
     line.write(b);
     return seen = ++eventBytes > MAX_EVENT_BYTES;
@@ -83,9 +90,6 @@ public final class FirstTokenScanner {
     byte[] bytes = line.toByteArray();
     line.reset();
     int length = bytes.length;
-    if (length > 0 && bytes[length - 1] == '\r') {
-      length--;
-    }
     if (length == 0) {
       boolean token = hasData && isToken(data.toString());
       data.setLength(0);

@@ -22,7 +22,7 @@ import org.jspecify.annotations.Nullable;
  * {@link BigInteger} otherwise; every other number is a {@link Double}, the nearest to the literal. Rejected with
  * {@link JsonException}, naming the offset: trailing commas, leading zeros, {@code +1}, {@code .5}, {@code 1.},
  * {@code NaN}/{@code Infinity}, single quotes, unescaped control characters, invalid escapes, duplicate keys,
- * numbers beyond the range of a double, invalid UTF-8 (from bytes), nesting deeper than {@value #MAX_DEPTH}
+ * numbers beyond the range of a double, integers of more than {@value #MAX_INTEGER_DIGITS} digits, invalid UTF-8 (from bytes), nesting deeper than {@value #MAX_DEPTH}
  * levels, and anything after the value but whitespace.
  *
  * <p>Writing: {@link Map}s with {@link String} keys, {@link Iterable}s, {@code int[]} and {@code long[]},
@@ -35,6 +35,13 @@ import org.jspecify.annotations.Nullable;
 public final class Json {
   /** The deepest nesting of arrays and objects read or written. */
   public static final int MAX_DEPTH = 128;
+  /**
+   * The most digits an integer literal may have: converting decimal digits to a {@link BigInteger} costs time
+   * quadratic in their number (a 1.6-million-digit {@code max_tokens}, 1.6 MB of body, held a core for 98 s), so
+   * longer integers are refused, with Python's limit ({@code sys.int_info.default_max_str_digits}), which vLLM's
+   * own server applies to the same bodies.
+   */
+  public static final int MAX_INTEGER_DIGITS = 4300;
 
   private final String s;
   private int pos;
@@ -509,6 +516,10 @@ public final class Json {
     if (integral) {
       if (pos - start <= 18) {
         return Long.parseLong(literal); // at most 18 digits: always fits
+      }
+      int digits = pos - start - (s.charAt(start) == '-' ? 1 : 0);
+      if (digits > MAX_INTEGER_DIGITS) {
+        throw error("integer of " + digits + " digits, more than " + MAX_INTEGER_DIGITS, start);
       }
       BigInteger big = new BigInteger(literal);
       return big.bitLength() < 64 ? (Object) big.longValue() : big;

@@ -36,6 +36,21 @@ class JsonTest {
   }
 
   @Test
+  void integersOfMoreDigitsThanPythonConvertsAreRefusedBeforeConversion() {
+    // BigInteger(String) is quadratic: a body of 1.6 million digits held a core for about 98 s before the limit
+    String limit = "9".repeat(Json.MAX_INTEGER_DIGITS);
+    assertEquals(new BigInteger(limit), Json.parse(limit));
+    assertEquals(new BigInteger("-" + limit), Json.parse("-" + limit));
+    String body = "{\"max_tokens\":" + "1".repeat(200_000) + "}";
+    JsonException e = assertThrows(JsonException.class, () -> Json.parse(body));
+    assertEquals(14, e.offset());
+    assertEquals(true, e.getMessage().contains("200000 digits"), e.getMessage());
+    assertThrows(JsonException.class, () -> Json.parse("-" + limit + "1"));
+    // a long decimal is read by Double.parseDouble in linear time and stays accepted
+    assertEquals(1.0 / 9, (Double) Json.parse("0." + "1".repeat(200_000)), 1e-15);
+  }
+
+  @Test
   void writtenNumbersReadBackAsTheSameValueAndType() {
     List<Object> values = List.of(0L, -1L, Long.MAX_VALUE, new BigInteger("123456789012345678901234567890"), 1.0,
         -0.0, 0.1, Double.MIN_VALUE, Double.MAX_VALUE, 1e-7, 123456789.125);

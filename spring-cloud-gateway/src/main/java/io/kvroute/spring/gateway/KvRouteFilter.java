@@ -221,7 +221,9 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
     }
     long routed = System.nanoTime();
     safely(() -> observer.onRouted(routing, routed - prepared.startNanos));
-    return chain.filter(exchange)
+    // Deferred: a filter further down that throws instead of returning an error must not skip doFinally, which
+    // releases the routing (its booking would otherwise stay until the booking timeout).
+    return Mono.defer(() -> chain.filter(exchange))
         .doOnSuccess(ignored -> {
           var status = exchange.getResponse().getStatusCode();
           if (status != null && status.is5xxServerError()) {
@@ -372,6 +374,13 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
       }
       FirstTokenWatch w = watch;
       if (w == null) {
+        var status = getStatusCode();
+        if (status != null && status.is5xxServerError()) {
+          // An error body holds no token; firstToken() would report the worker alive and undo the failure
+          // reported when the response completes, so that a worker answering only 5xx was never ejected.
+          routing = null;
+          return;
+        }
         MediaType type = getHeaders().getContentType();
         w = new FirstTokenWatch(type != null && MediaType.TEXT_EVENT_STREAM.isCompatibleWith(type));
         watch = w;

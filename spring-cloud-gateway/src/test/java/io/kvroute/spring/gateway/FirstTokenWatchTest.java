@@ -30,15 +30,19 @@ class FirstTokenWatchTest {
   }
 
   /**
-   * A chat stream as vLLM writes it (role opener, output events, usage, [DONE]), with comments and CRLF or LF line
-   * ends at random, cut into random chunks: the watch fires exactly once, on the chunk holding the blank line that
-   * ends the first event with output, computed here from the byte offsets alone.
+   * A chat stream as vLLM writes it (role opener, output events, usage, [DONE]), with comments and CRLF, LF or CR
+   * line ends at random, cut into random chunks: the watch fires exactly once, on the chunk holding the blank line
+   * that ends the first event with output, computed here from the byte offsets alone.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   void firesOnTheChunkThatCompletesTheFirstOutputEvent(long seed) {
     SplittableRandom random = new SplittableRandom(seed);
-    String nl = random.nextBoolean() ? "\n" : "\r\n";
+    String nl = switch (random.nextInt(3)) { // the event stream grammar's three line ends
+      case 0 -> "\n";
+      case 1 -> "\r\n";
+      default -> "\r";
+    };
     StringBuilder sse = new StringBuilder();
     if (random.nextBoolean()) {
       sse.append(": keep-alive").append(nl).append(nl);
@@ -54,7 +58,7 @@ class FirstTokenWatchTest {
       sse.append("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w").append(i).append("\"}}]}")
           .append(nl);
       if (i == 0) {
-        firstEnd = sse.toString().getBytes(StandardCharsets.UTF_8).length + nl.length() - 1; // the blank line's \n
+        firstEnd = sse.toString().getBytes(StandardCharsets.UTF_8).length; // the blank line ends at its CR or LF
       }
       sse.append(nl);
     }

@@ -107,6 +107,8 @@ public final class EngineMetricsScraper implements AutoCloseable {
   private final ConcurrentHashMap<WorkerId, InFlight> inFlight = new ConcurrentHashMap<>();
   /** Workers whose last scrape failed, and how: failures are logged at WARNING when they start or change. */
   private final ConcurrentHashMap<WorkerId, ScrapeFailure> failing = new ConcurrentHashMap<>();
+  /** Workers the listener has heard of, to tell it when they are gone. */
+  private final Set<WorkerId> heardOf = ConcurrentHashMap.newKeySet();
   private final LongAdder scrapes = new LongAdder();
   private final LongAdder malformedLines = new LongAdder();
   private final LongAdder[] failures = new LongAdder[ScrapeFailure.values().length];
@@ -328,6 +330,15 @@ public final class EngineMetricsScraper implements AutoCloseable {
     }
     latest.keySet().retainAll(registered);
     failing.keySet().retainAll(registered);
+    for (WorkerId id : heardOf) {
+      if (!registered.contains(id) && heardOf.remove(id)) {
+        try {
+          listener.onWorkerGone(id);
+        } catch (Throwable t) {
+          logger.log(WARNING, "ScrapeListener.onWorkerGone threw; ignored", t);
+        }
+      }
+    }
     return CompletableFuture.allOf(pending.toArray(CompletableFuture[]::new));
   }
 
@@ -349,6 +360,7 @@ public final class EngineMetricsScraper implements AutoCloseable {
     } else {
       logger.log(DEBUG, () -> "scraping " + id + " failed (" + failure + "): " + detail);
     }
+    heardOf.add(id);
     try {
       listener.onScrapeFailed(id, failure, detail, cause);
     } catch (Throwable t) {
@@ -395,6 +407,7 @@ public final class EngineMetricsScraper implements AutoCloseable {
       latest.remove(id); // removed between the update and the put
     }
     scrapes.increment();
+    heardOf.add(id);
     try {
       listener.onScraped(metrics, result.malformedLines());
     } catch (Throwable t) {

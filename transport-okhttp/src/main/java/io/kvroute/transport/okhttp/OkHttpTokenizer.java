@@ -57,7 +57,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers} or
  * {@link Builder#router}, any registered worker serving the request's model, taken in turn; a worker that cannot
- * be connected to, or does not answer within the {@linkplain Builder#timeout timeout}, is skipped for the next
+ * be connected to, answers 5xx (a dead engine's server does), or does not answer within the
+ * {@linkplain Builder#timeout timeout}, is skipped for the next
  * (tokenizing has no side effect, so trying another worker duplicates nothing); one that has not answered within
  * the {@linkplain Builder#hedgeDelay hedge delay} is hedged: the next healthy worker is asked too, and the first
  * answer wins (hedged calls run on the client's dispatcher). With a router, only
@@ -170,7 +171,7 @@ public final class OkHttpTokenizer implements Tokenizer {
    * <p>This implementation copies the body's {@code model}, {@code prompt} or {@code messages}, and the chat
    * template options ({@code tools}, {@code add_generation_prompt}, {@code chat_template_kwargs}, …) into the
    * tokenize request as written, so that content parts and tools are tokenized as the server will see them; token
-   * id prompts are returned without a call.
+   * id prompts are returned without a call. A member whose value is JSON {@code null} counts as absent.
    */
   @Override
   public int[] tokenizeRequest(byte[] requestBody) throws IOException {
@@ -180,6 +181,9 @@ public final class OkHttpTokenizer implements Tokenizer {
     } catch (JsonException e) {
       throw new IllegalArgumentException("the request body is not a valid JSON object: " + e.getMessage(), e);
     }
+    // A JSON null counts as absent, as in OpenAiRequest and in OpenAI's and vLLM's servers: a chat body with
+    // "prompt": null was refused for holding both prompt and messages.
+    members.values().removeIf("null"::equals);
     String rawModel = members.get("model");
     String model = rawModel == null ? null : modelName(Json.parse(rawModel));
     String prompt = members.get("prompt");
@@ -296,12 +300,15 @@ public final class OkHttpTokenizer implements Tokenizer {
         return o.tokens;
       }
       IOException e = Objects.requireNonNull(o.error);
-      if (e instanceof TokenizeException refused) {
-        throw refused; // the server answered: another one would answer alike
+      if (e instanceof TokenizeException refused && (refused.statusCode() < 500 || refused.statusCode() > 599)) {
+        throw refused; // the server refused the request: another one would answer alike
       }
+      // Unreachable, hung, or a 5xx (an engine that died answers its HTTP requests with 500): the worker's failure.
       logger.log(DEBUG, () -> "tokenizing on " + o.candidate.uri + " failed; trying the next worker: " + e);
       if (failure == null) {
-        failure = new IOException("tokenizing failed on every worker asked: " + e, e);
+        failure = e instanceof TokenizeException serverError
+            ? new TokenizeException(serverError.getMessage(), serverError.statusCode(), serverError)
+            : new IOException("tokenizing failed on every worker asked: " + e, e);
       } else {
         failure.addSuppressed(e);
       }

@@ -32,4 +32,12 @@ public interface ScrapeListener {
    * @param cause the I/O error, or null when the response itself was the problem
    */
   default void onScrapeFailed(WorkerId worker, ScrapeFailure failure, String detail, @Nullable Throwable cause) {}
+
+  /**
+   * A worker this listener heard of is no longer registered with the router (seen at the start of the next scrape
+   * round), so that what is kept per worker, such as its last load's gauges, can go with it.
+   *
+   * @param worker the worker that was removed
+   */
+  default void onWorkerGone(WorkerId worker) {}
 }

@@ -90,6 +90,48 @@ class HealthAwareClientsTest {
   }
 
   /**
+   * A worker whose engine died still answers HTTP, with 500 (vLLM's API server reports an EngineDeadError so). Its
+   * 500 on /tokenize was taken for a refusal of the request ("another would answer alike"), so every request whose
+   * turn it was failed, about one in two here, and never reached the router to learn of the dead engine. A 5xx is
+   * the worker's failure: the next worker is asked. Only when every worker answers 5xx does the caller see one.
+   */
+  @Test
+  void aWorkerAnswering500IsPassedOverNotTakenForARefusal() throws Exception {
+    Router router = Router.newBuilder().build();
+    java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+    com.sun.net.httpserver.HttpServer dead = com.sun.net.httpserver.HttpServer.create(
+        new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+    dead.createContext("/", exchange -> {
+      asked.incrementAndGet();
+      exchange.getRequestBody().readAllBytes();
+      byte[] body = "{\"object\":\"error\",\"message\":\"EngineDeadError\",\"code\":500}".getBytes(
+          java.nio.charset.StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(500, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    dead.start();
+    try (SimServer live = TestSupport.startSim(router, WorkerId.of("live"), 20)) {
+      router.addWorker(Worker.newBuilder(WorkerId.of("dead")).endpoint(Worker.HTTP,
+          java.net.URI.create("http://127.0.0.1:" + dead.getAddress().getPort())).model(MODEL).build());
+      OkHttpTokenizer tokenizer = OkHttpTokenizer.newBuilder().router(router).build();
+      for (int i = 0; i < 10; i++) {
+        tokenizeTimed(tokenizer, "d" + i); // every call answered, with the live worker's tokens
+      }
+      assertTrue(asked.get() >= 1, "the dead worker was never asked: the test tests nothing");
+      // With only the dead worker left, its answer is the caller's, status and all.
+      live.close();
+      router.removeWorker(WorkerId.of("live"));
+      TokenizeException e = org.junit.jupiter.api.Assertions.assertThrows(TokenizeException.class,
+          () -> tokenizer.tokenize(MODEL, "x y z"));
+      assertEquals(500, e.statusCode());
+      assertTrue(e.getMessage().contains("EngineDeadError"), e.getMessage());
+    } finally {
+      dead.stop(0);
+    }
+  }
+
+  /**
    * Issue 8 item 2 (the scraper's part): a dead worker's scrapes failed, yet the router kept its last load, so it
    * looked idle. Now the failure reaches the health model, which forgets the load and marks the worker suspect.
    */

@@ -81,6 +81,18 @@ class OkHttpTokenizerTest {
     assertArrayEquals(REFERENCE.encode("x y"), tokenizer.tokenizeRequest(utf8("{\"prompt\":\"x y\"}")));
   }
 
+  /** A JSON null counts as absent (OpenAiRequest's rule, and OpenAI's and vLLM's servers'). */
+  @Test
+  void nullMembersCountAsAbsent() throws IOException {
+    String chat = "{\"model\":\"" + MODEL + "\",\"prompt\":null,\"tools\":null,\"messages\":[{\"role\":\"user\","
+        + "\"content\":\"hello there\"}]}";
+    assertArrayEquals(REFERENCE.encodeChat(List.of(ChatMessage.user("hello there"))),
+        tokenizer.tokenizeRequest(utf8(chat)));
+    String completion = "{\"model\":null,\"messages\":null,\"prompt\":\"x y\",\"add_special_tokens\":null}";
+    assertArrayEquals(REFERENCE.encode("x y"), tokenizer.tokenizeRequest(utf8(completion)));
+    assertThrows(IllegalArgumentException.class, () -> tokenizer.tokenizeRequest(utf8("{\"prompt\":null}")));
+  }
+
   @Test
   void tokenIdPromptsNeedNoCall() throws IOException {
     OkHttpTokenizer unreachable = OkHttpTokenizer.newBuilder().endpoint(TestSupport.deadEndpoint()).build();
