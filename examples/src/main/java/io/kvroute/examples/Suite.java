@@ -106,7 +106,8 @@ public final class Suite {
   /**
    * A reduced suite for CI (seconds on two cores): the article's point and its tightest cache, over capacity, a
    * moderate load with 12 kinds, every prefix fitting everywhere on 3 workers over capacity, 7 kinds on 3 workers far
-   * over capacity (memory-bound), skew, a small and a slow worker, churn, 48 clients on 6 workers; 500 requests each. It leaves out the scenarios where
+   * over capacity (memory-bound), a first burst of 24 clients on cold caches (7 kinds), skew, a small and a slow
+   * worker, churn, 48 clients on 6 workers; 500 requests each. It leaves out the scenarios where
    * {@code predictedTtft} still misses a target (see docs/ROUTING.md), so that CI guards what is achieved against
    * regressions.
    */
@@ -119,6 +120,7 @@ public final class Suite {
     s.add(new Scenario("6w c16 k12", "grid", seed -> articleBase(6, 16, 12, requests, seed), null, 0));
     s.add(new Scenario("3w c32 k2", "grid", seed -> articleBase(3, 32, 2, requests, seed), null, 0));
     s.add(new Scenario("3w c32 k7", "grid", seed -> articleBase(3, 32, 7, requests, seed), null, 0));
+    s.add(new Scenario("6w c24 k7", "grid", seed -> articleBase(6, 24, 7, requests, seed), null, 0));
     List<Scenario> stress = new ArrayList<>();
     stress(stress, requests);
     for (Scenario x : stress) {
