@@ -28,6 +28,11 @@ final class CompositeRouterListener implements RouterListener {
     return listeners.isEmpty() ? RouterListener.NONE : new CompositeRouterListener(List.copyOf(listeners));
   }
 
+  /** Whether this composite wraps exactly the given listener (by identity), as {@link WorkerRegistry} adds one. */
+  boolean isOnly(RouterListener listener) {
+    return listeners.length == 1 && listeners[0] == listener;
+  }
+
   /** Logs a listener's failure (a JVM error is rethrown); never throws otherwise. */
   private void failed(int i, String callback, Throwable e) {
     if (e instanceof VirtualMachineError error) {

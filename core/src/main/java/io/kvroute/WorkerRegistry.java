@@ -14,7 +14,8 @@ import org.jspecify.annotations.Nullable;
  * {@link Router#select} reads without locking.
  *
  * <p>Removing a worker purges its KV index entries and its load bookings. Listeners added with
- * {@link #addListener} hear of every addition, removal and update, on the thread that made the change.
+ * {@link #addListener} hear of every addition, removal and update, on the thread that made the change, until
+ * {@link #removeListener} removes them.
  */
 public final class WorkerRegistry {
   private final Hooks hooks;
@@ -166,6 +167,24 @@ public final class WorkerRegistry {
     // Isolated as the builder's listeners are: a throw would reach addWorker's or removeWorker's caller after the
     // change was made, and the listeners after it (an event subscriber following the registry) would miss it.
     listeners.add(CompositeRouterListener.of(List.of(Objects.requireNonNull(listener, "listener"))));
+  }
+
+  /**
+   * Removes a listener added with {@link #addListener}, so that it hears of no later change and the registry no
+   * longer holds it (a closed component that followed the registry is then free to be collected).
+   *
+   * @param listener the listener, as passed to {@link #addListener}; compared by identity. If it was added more
+   *     than once, one registration is removed
+   * @return whether it was registered
+   */
+  public boolean removeListener(RouterListener listener) {
+    Objects.requireNonNull(listener, "listener");
+    for (RouterListener l : listeners) {
+      if (l instanceof CompositeRouterListener c && c.isOnly(listener) && listeners.remove(c)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   boolean contains(WorkerId id) {

@@ -1,6 +1,7 @@
 package io.kvroute;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.reflect.Method;
@@ -257,6 +258,34 @@ class RouterListenerTest {
     assertTrue(router.removeWorker(A));
     assertEquals(List.of("added a", "updated a", "updated a", "removed a"), heard);
     assertEquals(0, router.workers().size());
+  }
+
+  @Test
+  void aRemovedRegistryListenerHearsNoLaterChange_andOnlyItIsRemoved() {
+    Router router = Router.newBuilder().ticker(ticker).build();
+    List<String> first = Collections.synchronizedList(new ArrayList<>());
+    List<String> second = Collections.synchronizedList(new ArrayList<>());
+    RouterListener one = new RouterListener() {
+      @Override
+      public void onWorkerAdded(Worker worker) {
+        first.add(worker.id().name());
+      }
+    };
+    RouterListener two = new RouterListener() {
+      @Override
+      public void onWorkerAdded(Worker worker) {
+        second.add(worker.id().name());
+      }
+    };
+    router.workers().addListener(one);
+    router.workers().addListener(two);
+    router.addWorker(Worker.of(A));
+    assertTrue(router.workers().removeListener(one));
+    assertFalse(router.workers().removeListener(one), "already removed");
+    assertFalse(router.workers().removeListener(new RouterListener() { }), "never added");
+    router.addWorker(Worker.of(WorkerId.of("later")));
+    assertEquals(List.of("a"), first);
+    assertEquals(List.of("a", "later"), second);
   }
 
   @Test

@@ -149,7 +149,7 @@ public final class Gateway implements AutoCloseable {
     eventMetrics.bindTo(registry);
     ScrapeMetrics scrapeMetrics = new ScrapeMetrics();
     scrapeMetrics.bindTo(registry);
-    this.forwardMetrics = new ForwardMetrics();
+    this.forwardMetrics = new ForwardMetrics().follow(router.workers());
     forwardMetrics.bindTo(registry);
 
     boolean anyEvents = false;

@@ -1,6 +1,7 @@
 package io.kvroute.micrometer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.kvroute.NoWorkerAvailableException;
@@ -50,5 +51,37 @@ class ForwardMetricsTest {
       assertEquals(1, registry.get(ForwardMetrics.FAILURES).tags("cause",
           none.reason().name().toLowerCase(java.util.Locale.ROOT)).counter().count(), 0.0);
     }
+  }
+
+  @Test
+  void workersThatComeAndGoLeaveNoForwardMetersBehind() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    Router router = Router.newBuilder().build();
+    ForwardMetrics metrics = new ForwardMetrics().follow(router.workers());
+    metrics.bindTo(registry);
+    RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).build();
+    try (SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName("m").build())
+        .kvEvents(false).speedup(50).build()) {
+      for (int i = 0; i < 5; i++) {
+        WorkerId pod = WorkerId.of("pod-" + i);
+        router.addWorker(Worker.newBuilder(pod).endpoint(Worker.HTTP, sim.baseUri()).model("m").build());
+        ForwardedResponse done = forwarder.forward(request(i));
+        metrics.relayed(done, ResponseRelay.relay(done, new ByteArrayOutputStream()));
+        assertEquals(1, registry.get(ForwardMetrics.RESPONSES).tags("worker", pod.name()).counter().count(), 0.0);
+        ForwardedResponse late = forwarder.forward(request(100 + i));
+        router.removeWorker(pod);
+        metrics.relayed(late, ResponseRelay.relay(late, new ByteArrayOutputStream())); // relayed after it left
+      }
+      for (var meter : registry.getMeters()) {
+        assertNull(meter.getId().getTag("worker"), () -> "a meter of a departed worker: " + meter.getId());
+      }
+      assertThrows(IllegalStateException.class, () -> metrics.follow(router.workers()));
+    }
+  }
+
+  private static ForwardRequest request(int i) {
+    byte[] body = ("{\"model\":\"m\",\"prompt\":[1,2,3," + i + "],\"max_tokens\":2}")
+        .getBytes(StandardCharsets.UTF_8);
+    return ForwardRequest.newBuilder("/v1/completions", body).tokens(new int[] {1, 2, 3, i}).build();
   }
 }

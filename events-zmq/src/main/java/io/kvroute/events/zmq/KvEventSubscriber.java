@@ -92,6 +92,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   private volatile boolean started;
   private volatile boolean stopping;
   private boolean closed; // guarded by lifecycle
+  private @Nullable WorkerRegistry followed; // guarded by lifecycle
+  private @Nullable RouterListener follower; // guarded by lifecycle
 
   // Owned by the I/O thread.
   private ZMQ.@Nullable Poller poller;
@@ -252,15 +254,27 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
   }
 
-  /** Stops the I/O thread, waits for it, and closes every socket; idempotent. Does not purge the sink. */
+  /**
+   * Stops the I/O thread, waits for it, and closes every socket; stops following the registry it was built to
+   * follow (its listener is removed from it); idempotent. Does not purge the sink.
+   */
   @Override
   public void close() {
+    WorkerRegistry registry;
+    RouterListener listener;
     synchronized (lifecycle) {
       if (closed) {
         return;
       }
       closed = true;
       stopping = true;
+      registry = followed;
+      listener = follower;
+      followed = null;
+      follower = null;
+    }
+    if (registry != null && listener != null) {
+      registry.removeListener(listener);
     }
     if (started) {
       LockSupport.unpark(thread);
@@ -299,7 +313,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   }
 
   private void follow(WorkerRegistry registry) {
-    registry.addListener(new RouterListener() {
+    RouterListener follower = new RouterListener() {
       @Override
       public void onWorkerAdded(Worker worker) {
         followAdded(worker);
@@ -320,7 +334,12 @@ public final class KvEventSubscriber implements AutoCloseable {
           followAdded(worker);
         }
       }
-    });
+    };
+    synchronized (lifecycle) {
+      followed = registry;
+      this.follower = follower;
+    }
+    registry.addListener(follower);
     for (Worker worker : registry.snapshot()) {
       followAdded(worker);
     }

@@ -362,6 +362,48 @@ class KvEventSubscriberRegressionTest {
   }
 
   /**
+   * A closed subscriber stops following the registry: the router no longer holds its listener, so workers added
+   * later reach nothing of it (before, each one logged "not subscribing to ...: subscriber is closed").
+   */
+  @Test
+  void closedSubscriber_leavesTheRegistry() {
+    Router router = Router.newBuilder().blockSize(BLOCK).build();
+    java.util.logging.Logger log = java.util.logging.Logger.getLogger(KvEventSubscriber.class.getName());
+    List<String> warnings = new CopyOnWriteArrayList<>();
+    java.util.logging.Handler handler = new java.util.logging.Handler() {
+      @Override
+      public void publish(java.util.logging.LogRecord record) {
+        if (record.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+          warnings.add(record.getMessage());
+        }
+      }
+
+      @Override
+      public void flush() {
+      }
+
+      @Override
+      public void close() {
+      }
+    };
+    log.addHandler(handler);
+    try {
+      KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().router(router).build();
+      subscriber.start();
+      subscriber.close();
+      for (int i = 0; i < 3; i++) {
+        router.addWorker(Worker.newBuilder(WorkerId.of("later-" + i))
+            .endpoint(Worker.HTTP, URI.create("http://127.0.0.1:1"))
+            .endpoint(KvEventSubscriber.EVENTS_ENDPOINT, URI.create("tcp://127.0.0.1:" + (2000 + i))).build());
+      }
+      assertEquals(List.of(), warnings, "a closed subscriber heard the registry");
+      assertEquals(List.of(), subscriber.workers());
+    } finally {
+      log.removeHandler(handler);
+    }
+  }
+
+  /**
    * Item 2: after a restart the subscriber first sees the new engine at a number above the last one it applied (the
    * new engine's first batches were lost): the replayed batches differ from the applied ones, so the old engine's
    * entries are purged and only the new engine's are kept.

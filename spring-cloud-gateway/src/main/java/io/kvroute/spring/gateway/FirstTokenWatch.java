@@ -23,15 +23,19 @@ final class FirstTokenWatch {
 
   /** Looks at a chunk without moving its read position; returns true when this chunk holds the first token. */
   boolean onChunk(DataBuffer buffer) {
-    if (scanner.seen()) {
-      return false;
+    if (scanner.seen() && (!scanner.isEventStream() || scanner.failed())) {
+      return false; // after the first token an event stream is still watched for an error event
     }
+    boolean token = false;
     for (int i = buffer.readPosition(), end = buffer.writePosition(); i < end; i++) {
-      if (scanner.accept(buffer.getByte(i))) {
-        return true;
-      }
+      token |= scanner.accept(buffer.getByte(i));
     }
-    return false;
+    return token;
+  }
+
+  /** Whether the event stream carried an error event: the engine failed after its 200. */
+  boolean failed() {
+    return scanner.failed();
   }
 
   /** Whether one event's data carries output (see {@link FirstTokenScanner}). */

@@ -305,7 +305,7 @@ public class KvRouteAutoConfiguration {
       routerMetrics.bindTo(registry);
       events.ifAvailable(e -> e.bindTo(registry));
       scrapes.ifAvailable(m -> m.bindTo(registry));
-      return new KvRouteMeters(registry);
+      return new KvRouteMeters(registry, router.workers());
     }
   }
 }

@@ -226,7 +226,9 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
     return Mono.defer(() -> chain.filter(exchange))
         .doOnSuccess(ignored -> {
           var status = exchange.getResponse().getStatusCode();
-          if (status != null && status.is5xxServerError()) {
+          if ((status != null && status.is5xxServerError())
+              || ((WatchedResponse) exchange.getResponse()).streamFailed()) {
+            // A 5xx, or a 200 whose stream carried an error event (the engine failed while generating).
             router.reportFailure(routing.workerId(), FailureKind.SERVER_ERROR);
           }
         })
@@ -351,10 +353,16 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
   /** The client's response, watching the upstream body's chunks as they pass for the first output token. */
   private final class WatchedResponse extends ServerHttpResponseDecorator {
     volatile @Nullable Routing routing;
-    private @Nullable FirstTokenWatch watch;
+    private volatile @Nullable FirstTokenWatch watch;
 
     WatchedResponse(ServerHttpResponse delegate) {
       super(delegate);
+    }
+
+    /** Whether the upstream's event stream carried an error event. */
+    boolean streamFailed() {
+      FirstTokenWatch w = watch;
+      return w != null && w.failed();
     }
 
     @Override

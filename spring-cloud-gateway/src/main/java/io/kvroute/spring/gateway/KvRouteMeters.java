@@ -1,7 +1,10 @@
 package io.kvroute.spring.gateway;
 
+import io.kvroute.RouterListener;
 import io.kvroute.Routing;
+import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.WorkerRegistry;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -18,6 +21,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@value #FAILOVERS} (counter; worker): requests moved to another worker after a refused connection;
  *   <li>{@value #REJECTIONS} (counter; status, code): requests the filter answered with an error itself.
  * </ul>
+ *
+ * <p>A worker's failover counter is removed with the worker (it follows the router's registry), so that workers that
+ * come and go leave no meters behind; a failover reported after its worker left is not counted.
  */
 final class KvRouteMeters implements GatewayObserver {
   static final String ROUTING_DURATION = "kvroute.gateway.routing.duration";
@@ -25,12 +31,23 @@ final class KvRouteMeters implements GatewayObserver {
   static final String REJECTIONS = "kvroute.gateway.rejections";
 
   private final MeterRegistry registry;
+  private final WorkerRegistry workers;
   private final Timer routingDuration;
   private final Map<WorkerId, Counter> failovers = new ConcurrentHashMap<>();
   private final Map<String, Counter> rejections = new ConcurrentHashMap<>();
 
-  KvRouteMeters(MeterRegistry registry) {
+  KvRouteMeters(MeterRegistry registry, WorkerRegistry workers) {
     this.registry = registry;
+    this.workers = workers;
+    workers.addListener(new RouterListener() {
+      @Override
+      public void onWorkerRemoved(Worker worker) {
+        Counter c = failovers.remove(worker.id());
+        if (c != null) {
+          registry.remove(c);
+        }
+      }
+    });
     this.routingDuration = Timer.builder(ROUTING_DURATION)
         .description("From a request's arrival to its chosen worker: body, tokenization and selection")
         .register(registry);
@@ -43,6 +60,9 @@ final class KvRouteMeters implements GatewayObserver {
 
   @Override
   public void onFailover(WorkerId failed) {
+    if (!failovers.containsKey(failed) && workers.find(failed).isEmpty()) {
+      return; // its worker already left: no meter for a departed worker
+    }
     failovers.computeIfAbsent(failed, w -> Counter.builder(FAILOVERS).tag("worker", w.name())
         .tag("rank", Integer.toString(w.dataParallelRank()))
         .description("Requests moved to another worker after a refused connection").register(registry)).increment();

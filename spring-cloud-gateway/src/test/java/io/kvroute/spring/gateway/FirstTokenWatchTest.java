@@ -110,7 +110,7 @@ class FirstTokenWatchTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"[DONE]", "not json", "{\"error\":{\"message\":\"boom\"}}", "[1,2]",
+  @ValueSource(strings = {"[DONE]", "not json", "[1,2]",
       "{\"choices\":[{\"text\":\"a\"}]}", "{\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}",
       "{\"choices\":[{\"delta\":{\"reasoning\":\"hm\"}}]}",
       "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}"})
@@ -121,8 +121,43 @@ class FirstTokenWatchTest {
   @ParameterizedTest
   @ValueSource(strings = {"{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
       "{\"choices\":[],\"usage\":{\"prompt_tokens\":3}}", "{\"choices\":[{\"text\":\"\"}]}", "{\"id\":\"x\"}",
-      "{\"error\":null,\"choices\":[{\"delta\":{\"tool_calls\":[]}}]}"})
+      "{\"error\":null,\"choices\":[{\"delta\":{\"tool_calls\":[]}}]}",
+      "{\"error\":{\"message\":\"boom\",\"type\":\"InternalServerError\",\"code\":500}}"})
   void eventsThatOnlyOpenTheTurnOrReportUsageDoNot(String data) {
     assertFalse(FirstTokenWatch.isToken(data), data);
+  }
+
+  /**
+   * vLLM's in-stream failure ({@code data: {"error": {...}}} then {@code [DONE]}), before or after output, cut into
+   * random chunks: the error event is never the first token and the watch reports it failed; output that merely
+   * mentions "error" does not.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void anErrorEventIsAFailureNotAToken(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    int outputs = random.nextInt(4); // 0: the engine failed before any output
+    boolean fails = random.nextInt(4) != 0;
+    StringBuilder sse = new StringBuilder();
+    for (int i = 0; i < outputs; i++) {
+      sse.append("data: {\"choices\":[{\"text\":\" \\\"error\\\": w").append(i).append("\"}]}\n\n");
+    }
+    if (fails) {
+      sse.append("data: {\"error\": {\"message\": \"boom\", \"type\": \"InternalServerError\", \"param\": null, "
+          + "\"code\": 500}}\n\n");
+    }
+    sse.append("data: [DONE]\n\n");
+    byte[] bytes = sse.toString().getBytes(StandardCharsets.UTF_8);
+    FirstTokenWatch watch = new FirstTokenWatch(true);
+    int fired = 0;
+    for (int from = 0; from < bytes.length; ) {
+      int to = Math.min(bytes.length, from + 1 + random.nextInt(40));
+      if (watch.onChunk(buffer(bytes, from, to))) {
+        fired++;
+      }
+      from = to;
+    }
+    assertEquals(outputs > 0 || !fails ? 1 : 0, fired, sse.toString());
+    assertEquals(fails, watch.failed(), sse.toString());
   }
 }

@@ -29,17 +29,24 @@ final class FirstTokenDetector {
     return scanner.isEventStream();
   }
 
-  /** Looks at {@code count} bytes of {@code buffer} from {@code offset}; true once the first token was seen. */
+  /**
+   * Looks at {@code count} bytes of {@code buffer} from {@code offset}; true once the first token was seen. After
+   * it, an event stream's bytes are still watched for an error event ({@link #failed}).
+   */
   boolean onBytes(Buffer buffer, long offset, long count) {
-    if (scanner.seen()) {
-      return count > 0;
+    if (scanner.seen() && (!scanner.isEventStream() || scanner.failed())) {
+      return true;
     }
+    boolean token = false;
     for (long i = offset, end = offset + count; i < end; i++) {
-      if (scanner.accept(buffer.getByte(i))) {
-        return true;
-      }
+      token |= scanner.accept(buffer.getByte(i));
     }
-    return false;
+    return token || scanner.seen();
+  }
+
+  /** Whether the event stream carried an error event: the engine failed after its 200. */
+  boolean failed() {
+    return scanner.failed();
   }
 
   /** Whether one event's data carries output. */

@@ -57,8 +57,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The server is either one {@linkplain Builder#endpoint endpoint} or, with {@link Builder#workers} or
  * {@link Builder#router}, any registered worker serving the request's model, taken in turn; a worker that cannot
- * be connected to, answers 5xx (a dead engine's server does), or does not answer within the
- * {@linkplain Builder#timeout timeout}, is skipped for the next
+ * be connected to, answers 5xx (a dead engine's server does), 404 or 405 (a server without the endpoint, in a mixed
+ * fleet) or a malformed 200, or does not answer within the {@linkplain Builder#timeout timeout}, is skipped for the
+ * next, and the call fails only when no worker answers (with the first failure)
  * (tokenizing has no side effect, so trying another worker duplicates nothing); one that has not answered within
  * the {@linkplain Builder#hedgeDelay hedge delay} is hedged: the next healthy worker is asked too, and the first
  * answer wins (hedged calls run on the client's dispatcher). With a router, only
@@ -300,10 +301,11 @@ public final class OkHttpTokenizer implements Tokenizer {
         return o.tokens;
       }
       IOException e = Objects.requireNonNull(o.error);
-      if (e instanceof TokenizeException refused && (refused.statusCode() < 500 || refused.statusCode() > 599)) {
+      if (e instanceof TokenizeException refused && isRefusal(refused.statusCode())) {
         throw refused; // the server refused the request: another one would answer alike
       }
-      // Unreachable, hung, or a 5xx (an engine that died answers its HTTP requests with 500): the worker's failure.
+      // Unreachable, hung, a 5xx (an engine that died answers its HTTP requests with 500), a 404/405 (a server
+      // without the endpoint, in a mixed fleet) or a malformed 200: that worker's failure, the next one is asked.
       logger.log(DEBUG, () -> "tokenizing on " + o.candidate.uri + " failed; trying the next worker: " + e);
       if (failure == null) {
         failure = e instanceof TokenizeException serverError
@@ -319,6 +321,14 @@ public final class OkHttpTokenizer implements Tokenizer {
         throw failure;
       }
     }
+  }
+
+  /**
+   * Whether a tokenize answer refuses the request itself (any server would answer alike): a 4xx other than 404 and
+   * 405, which name a server without the endpoint (or the model); not a 5xx, nor a malformed 200 (-1).
+   */
+  static boolean isRefusal(int status) {
+    return status >= 400 && status < 500 && status != 404 && status != 405;
   }
 
   private void enqueue(Candidate c, byte[] body, LinkedBlockingQueue<Outcome> done) {

@@ -78,7 +78,10 @@ final class RoutedResponseBody extends ResponseBody {
       return;
     }
     settled = true;
-    if (failure == null) {
+    if (failure == null && detector.failed()) {
+      // A 200 whose stream carried an error event: the engine failed while generating (vLLM's streaming error).
+      router.reportFailure(routing.workerId(), FailureKind.SERVER_ERROR);
+    } else if (failure == null) {
       router.reportSuccess(routing.workerId());
     } else {
       router.reportFailure(routing.workerId(), failure instanceof InterruptedIOException ? FailureKind.TIMEOUT
@@ -108,7 +111,8 @@ final class RoutedResponseBody extends ResponseBody {
       if (read == -1) {
         reportEnd(null);
         routing.close();
-      } else if (!firstTokenSeen && detector.onBytes(sink, sink.size() - read, read)) {
+      } else if ((!firstTokenSeen || reportTo != null) && detector.onBytes(sink, sink.size() - read, read)
+          && !firstTokenSeen) {
         firstTokenSeen = true;
         routing.firstToken();
       }

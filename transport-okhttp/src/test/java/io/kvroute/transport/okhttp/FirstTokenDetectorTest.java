@@ -53,7 +53,7 @@ class FirstTokenDetectorTest {
     assertTrue(FirstTokenDetector.isToken("{\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}"));
     assertTrue(FirstTokenDetector.isToken("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}"));
     assertTrue(FirstTokenDetector.isToken(" [DONE] "));
-    assertTrue(FirstTokenDetector.isToken("{\"error\":{\"message\":\"boom\"}}"));
+    assertFalse(FirstTokenDetector.isToken("{\"error\":{\"message\":\"boom\"}}")); // a failure, not output
     assertTrue(FirstTokenDetector.isToken("not json"));
     assertFalse(FirstTokenDetector.isToken("{\"object\":\"keepalive\"}"));
   }

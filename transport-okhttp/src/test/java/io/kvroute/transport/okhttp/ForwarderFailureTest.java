@@ -164,6 +164,58 @@ class ForwarderFailureTest {
     }
   }
 
+  /**
+   * vLLM answers 200 and, when generation raises, ends the stream with {@code data: {"error": {...}}} then
+   * {@code data: [DONE]} (create_streaming_error_response): an engine-side failure, neither a first token nor a
+   * success.
+   */
+  @Test
+  void anErrorEventInsideA200StreamIsAServerErrorNotATokenOrASuccess() throws Exception {
+    Transitions transitions = new Transitions();
+    List<String> firstTokens = new CopyOnWriteArrayList<>();
+    Router router = Router.newBuilder().listener(transitions).listener(new RouterListener() {
+      @Override
+      public void onFirstToken(io.kvroute.Routing routing, long elapsedNanos) {
+        firstTokens.add(routing.workerId().name());
+      }
+    }).build();
+    WorkerId id = WorkerId.of("mock");
+    String error = "data: {\"error\": {\"message\": \"CUDA error: an illegal memory access\", "
+        + "\"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\ndata: [DONE]\n\n";
+    try (MockWebServer server = new MockWebServer()) {
+      server.start();
+      router.addWorker(Worker.of(id, URI.create(server.url("/").toString())));
+      RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).build();
+      ForwardRequest request = ForwardRequest.newBuilder("/v1/completions", completion("x", 4, true))
+          .tokens(new int[] {1, 2, 3}).build();
+      // Failing before any output: the error event is no first token (nor is the [DONE] after it).
+      server.enqueue(new MockResponse.Builder().setHeader("Content-Type", "text/event-stream").body(error).build());
+      try (ForwardedResponse response = forwarder.forward(request)) {
+        assertEquals(200, response.code());
+        assertTrue(response.body().string().contains("illegal memory access"));
+      }
+      assertEquals(List.of(), firstTokens, "the error event counted as a first token");
+      assertEquals(HealthState.SUSPECT, router.health(id));
+      assertTrue(transitions.seen.get(0).contains("SERVER_ERROR"), transitions.seen.toString());
+      // Failing after some output (in chunks, so that the error event arrives in a later read): a failure too.
+      Buffer body = new Buffer();
+      for (int i = 0; i < 50; i++) {
+        body.writeUtf8("data: {\"choices\":[{\"text\":\" w" + i + "\"}]}\n\n");
+      }
+      body.writeUtf8(error);
+      server.enqueue(new MockResponse.Builder().setHeader("Content-Type", "text/event-stream")
+          .chunkedBody(body, 64).build());
+      try (ForwardedResponse response = forwarder.forward(request)) {
+        response.body().string();
+      }
+      assertEquals(List.of("mock"), firstTokens); // the first token proves it alive (SUSPECT -> HEALTHY) ...
+      assertEquals(HealthState.SUSPECT, router.health(id)); // ... and the error event at the end does not
+      assertEquals(3, transitions.seen.size(), transitions.seen.toString());
+      assertTrue(transitions.seen.get(2).contains("HEALTHY->SUSPECT"), transitions.seen.toString());
+      assertTrue(transitions.seen.get(2).contains("SERVER_ERROR"), transitions.seen.toString());
+    }
+  }
+
   @Test
   void everyAttemptOutcomeIsReportedToTheHealthModel() throws Exception {
     Transitions transitions = new Transitions();

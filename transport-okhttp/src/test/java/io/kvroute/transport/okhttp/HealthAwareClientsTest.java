@@ -132,6 +132,48 @@ class HealthAwareClientsTest {
   }
 
   /**
+   * A mixed fleet where one worker lacks {@code /tokenize} (404) or answers it with a malformed 200: that worker is
+   * passed over as a 5xx is, rather than failing the requests whose turn it is; with it alone left, its answer is the
+   * caller's.
+   */
+  @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+  @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', value = {
+      "404 | {\"detail\":\"Not Found\"}",
+      "200 | <html>not json</html>",
+      "200 | {\"count\":2}"})
+  void aWorkerWithoutAUsableTokenizeEndpointIsPassedOver(int status, String answer) throws Exception {
+    Router router = Router.newBuilder().build();
+    java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+    com.sun.net.httpserver.HttpServer odd = com.sun.net.httpserver.HttpServer.create(
+        new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+    odd.createContext("/", exchange -> {
+      asked.incrementAndGet();
+      exchange.getRequestBody().readAllBytes();
+      byte[] body = answer.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(status, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    odd.start();
+    try (SimServer live = TestSupport.startSim(router, WorkerId.of("live"), 20)) {
+      router.addWorker(Worker.newBuilder(WorkerId.of("odd")).endpoint(Worker.HTTP,
+          java.net.URI.create("http://127.0.0.1:" + odd.getAddress().getPort())).model(MODEL).build());
+      OkHttpTokenizer tokenizer = OkHttpTokenizer.newBuilder().router(router).build();
+      for (int i = 0; i < 6; i++) {
+        tokenizeTimed(tokenizer, "o" + i); // every call answered, with the live worker's tokens
+      }
+      assertTrue(asked.get() >= 1, "the odd worker was never asked: the test tests nothing");
+      live.close();
+      router.removeWorker(WorkerId.of("live"));
+      TokenizeException e = org.junit.jupiter.api.Assertions.assertThrows(TokenizeException.class,
+          () -> tokenizer.tokenize(MODEL, "x y z"));
+      assertEquals(status == 200 ? -1 : status, e.statusCode());
+    } finally {
+      odd.stop(0);
+    }
+  }
+
+  /**
    * Issue 8 item 2 (the scraper's part): a dead worker's scrapes failed, yet the router kept its last load, so it
    * looked idle. Now the failure reaches the health model, which forgets the load and marks the worker suspect.
    */
