@@ -36,9 +36,19 @@ class SelectAllocationTest {
 
   @Test
   void aRequestAllocatesItsHandleAndItsRequestOnly() {
+    assertAllocatesHandleAndRequestOnly(RouterPolicy.kvAware());
+  }
+
+  /** The learned models, the memory wait and the marginal-cost terms work in preallocated per-worker state. */
+  @Test
+  void aPredictedTtftRequestAllocatesItsHandleAndItsRequestOnly() {
+    assertAllocatesHandleAndRequestOnly(RouterPolicy.predictedTtft());
+  }
+
+  private static void assertAllocatesHandleAndRequestOnly(RouterPolicy policy) {
     // The object sizes below hold with 12-byte headers and 4-byte references (HotSpot's defaults under 32 GB).
     assumeTrue(flag("UseCompressedOops") && flag("UseCompressedClassPointers") && !flag("UseCompactObjectHeaders"));
-    Router router = Router.newBuilder().randomSeed(1).build();
+    Router router = Router.newBuilder().policy(policy).randomSeed(1).build();
     for (int w = 0; w < 4; w++) {
       WorkerId id = WorkerId.of("w" + w);
       router.addWorker(Worker.of(id));
