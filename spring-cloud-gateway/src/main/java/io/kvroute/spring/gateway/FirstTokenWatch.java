@@ -42,6 +42,11 @@ final class FirstTokenWatch {
     return scanner.failed();
   }
 
+  /** Whether the event stream carried an error event with a 4xx code: the request's fault, not the worker's. */
+  boolean rejected() {
+    return scanner.rejected();
+  }
+
   /** Whether one event's data carries output (see {@link FirstTokenScanner}). */
   static boolean isToken(String eventData) {
     return FirstTokenScanner.isToken(eventData);
