@@ -23,7 +23,7 @@ final class FirstTokenWatch {
 
   /** Looks at a chunk without moving its read position; returns true when this chunk holds the first token. */
   boolean onChunk(DataBuffer buffer) {
-    if (scanner.seen() && (!scanner.isEventStream() || scanner.failed())) {
+    if (scanner.seen() && (!scanner.isEventStream() || scanner.failed() || scanner.rejected())) {
       return false; // after the first token an event stream is still watched for an error event
     }
     boolean token = false;
@@ -33,9 +33,18 @@ final class FirstTokenWatch {
     return token;
   }
 
-  /** Whether the event stream carried an error event: the engine failed after its 200. */
+  /**
+   * Whether the event stream carried an engine error event (a 5xx, missing or non-integer {@code code}): the engine
+   * failed after its 200. An error event with a 4xx code is the request's fault: it leaves this false and ends the
+   * watch, like a 4xx answer it reports nothing (see {@link FirstTokenScanner}).
+   */
   boolean failed() {
     return scanner.failed();
+  }
+
+  /** Whether the event stream carried an error event with a 4xx code: the request's fault, not the worker's. */
+  boolean rejected() {
+    return scanner.rejected();
   }
 
   /** Whether one event's data carries output (see {@link FirstTokenScanner}). */

@@ -228,7 +228,8 @@ final class KvRouteFilter implements GatewayFilter, Ordered {
           var status = exchange.getResponse().getStatusCode();
           if ((status != null && status.is5xxServerError())
               || ((WatchedResponse) exchange.getResponse()).streamFailed()) {
-            // A 5xx, or a 200 whose stream carried an error event (the engine failed while generating).
+            // A 5xx, or a 200 whose stream carried an engine error event (5xx, missing or non-integer code); one
+            // with a 4xx code is the request's fault and reports nothing, as a 4xx answer does.
             router.reportFailure(routing.workerId(), FailureKind.SERVER_ERROR);
           }
         })

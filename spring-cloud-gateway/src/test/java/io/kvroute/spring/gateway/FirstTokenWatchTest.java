@@ -129,8 +129,9 @@ class FirstTokenWatchTest {
 
   /**
    * vLLM's in-stream failure ({@code data: {"error": {...}}} then {@code [DONE]}), before or after output, cut into
-   * random chunks: the error event is never the first token and the watch reports it failed; output that merely
-   * mentions "error" does not.
+   * random chunks: the error event is never the first token; its {@code code} says whose fault it was: a 4xx integer
+   * is the request's ({@code rejected}, not {@code failed}), a 5xx, no code or a string the engine's
+   * ({@code failed}); output that merely mentions "error" or a code does not count.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
@@ -138,13 +139,22 @@ class FirstTokenWatchTest {
     SplittableRandom random = new SplittableRandom(seed);
     int outputs = random.nextInt(4); // 0: the engine failed before any output
     boolean fails = random.nextInt(4) != 0;
+    int kind = random.nextInt(4);
+    String code = switch (kind) {
+      case 0 -> ", \"code\": " + (400 + random.nextInt(100)); // the request's fault
+      case 1 -> ", \"code\": " + (500 + random.nextInt(100));
+      case 2 -> ""; // no code
+      default -> ", \"code\": \"400\""; // not vLLM's integer
+    };
+    boolean requestsFault = fails && kind == 0;
     StringBuilder sse = new StringBuilder();
     for (int i = 0; i < outputs; i++) {
-      sse.append("data: {\"choices\":[{\"text\":\" \\\"error\\\": w").append(i).append("\"}]}\n\n");
+      sse.append("data: {\"choices\":[{\"text\":\" \\\"error\\\": {\\\"code\\\": 400} w").append(i)
+          .append("\"}]}\n\n");
     }
     if (fails) {
-      sse.append("data: {\"error\": {\"message\": \"boom\", \"type\": \"InternalServerError\", \"param\": null, "
-          + "\"code\": 500}}\n\n");
+      sse.append("data: {\"error\": {\"message\": \"boom\", \"type\": \"InternalServerError\", \"param\": null")
+          .append(code).append("}}\n\n");
     }
     sse.append("data: [DONE]\n\n");
     byte[] bytes = sse.toString().getBytes(StandardCharsets.UTF_8);
@@ -158,6 +168,7 @@ class FirstTokenWatchTest {
       from = to;
     }
     assertEquals(outputs > 0 || !fails ? 1 : 0, fired, sse.toString());
-    assertEquals(fails, watch.failed(), sse.toString());
+    assertEquals(fails && !requestsFault, watch.failed(), sse.toString());
+    assertEquals(requestsFault, watch.rejected(), sse.toString());
   }
 }

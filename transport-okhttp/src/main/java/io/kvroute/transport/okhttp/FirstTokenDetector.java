@@ -34,7 +34,7 @@ final class FirstTokenDetector {
    * it, an event stream's bytes are still watched for an error event ({@link #failed}).
    */
   boolean onBytes(Buffer buffer, long offset, long count) {
-    if (scanner.seen() && (!scanner.isEventStream() || scanner.failed())) {
+    if (scanner.seen() && (!scanner.isEventStream() || scanner.failed() || scanner.rejected())) {
       return true;
     }
     boolean token = false;
@@ -44,7 +44,10 @@ final class FirstTokenDetector {
     return token || scanner.seen();
   }
 
-  /** Whether the event stream carried an error event: the engine failed after its 200. */
+  /**
+   * Whether the event stream carried an engine error event (a 5xx, missing or non-integer {@code code}): the engine
+   * failed after its 200. An error event with a 4xx code is the request's fault and leaves this false.
+   */
   boolean failed() {
     return scanner.failed();
   }

@@ -21,7 +21,10 @@ import org.jspecify.annotations.Nullable;
  * <p>When given a router to report to (a 2xx response), the end of the body is an outcome of the worker: reading
  * it to its end reports a success, a read that times out {@link FailureKind#TIMEOUT}, and one that fails otherwise
  * (reset, closed before the end) {@link FailureKind#STREAM_CUT}. A body the caller closes or cancels early reports
- * nothing: the caller went away, not the worker.
+ * nothing: the caller went away, not the worker. An event stream read to its end that carried an error event reports
+ * {@link FailureKind#SERVER_ERROR} when the error is the engine's (a 5xx, missing or non-integer {@code code}), and a
+ * success when its {@code code} is 400-499: the request's fault, answered as any healthy worker would, reported as
+ * an HTTP 4xx answer is (see {@link io.kvroute.openai.internal.FirstTokenScanner}).
  */
 final class RoutedResponseBody extends ResponseBody {
   private final ResponseBody delegate;
@@ -79,7 +82,8 @@ final class RoutedResponseBody extends ResponseBody {
     }
     settled = true;
     if (failure == null && detector.failed()) {
-      // A 200 whose stream carried an error event: the engine failed while generating (vLLM's streaming error).
+      // A 200 whose stream carried an engine error event (vLLM's streaming error with a 5xx or no code); one with
+      // a 4xx code is the request's fault (detector.failed() is false): a success, as an HTTP 4xx answer is.
       router.reportFailure(routing.workerId(), FailureKind.SERVER_ERROR);
     } else if (failure == null) {
       router.reportSuccess(routing.workerId());

@@ -24,13 +24,17 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.LongStream;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
 import mockwebserver3.SocketEffect;
 import okio.Buffer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Per-attempt budgets, no duplicate once a request may have reached an engine, typed failures, and every outcome
@@ -213,6 +217,117 @@ class ForwarderFailureTest {
       assertEquals(3, transitions.seen.size(), transitions.seen.toString());
       assertTrue(transitions.seen.get(2).contains("HEALTHY->SUSPECT"), transitions.seen.toString());
       assertTrue(transitions.seen.get(2).contains("SERVER_ERROR"), transitions.seen.toString());
+    }
+  }
+
+  static LongStream seeds() {
+    return LongStream.range(0, 40);
+  }
+
+  /** vLLM's streaming error event ({@code ErrorInfo}: message, type, param, code); {@code code} null leaves it out. */
+  private static String errorEvent(String type, String code) {
+    return "data: {\"error\": {\"message\": \"the \\\"code\\\": 400 of it\", \"type\": \"" + type
+        + "\", \"param\": null" + (code == null ? "" : ", \"code\": " + code) + "}}\n\ndata: [DONE]\n\n";
+  }
+
+  /**
+   * An error event inside a 200 stream, before or after output, cut into random chunks: its {@code code} decides the
+   * report. A 4xx integer is the request's fault: the stream's end is a success, as an HTTP 4xx answer is; a 5xx, no
+   * code or a string is the engine's: {@code SERVER_ERROR}. Each response goes to a fresh worker, so the expected
+   * health is that of one report: SUSPECT after a failure, HEALTHY otherwise.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void anInStreamErrorsCodeDecidesWhetherItIsAServerError(long seed) throws Exception {
+    SplittableRandom random = new SplittableRandom(seed);
+    Transitions transitions = new Transitions();
+    List<String> firstTokens = new CopyOnWriteArrayList<>();
+    Router router = Router.newBuilder().listener(transitions).listener(new RouterListener() {
+      @Override
+      public void onFirstToken(io.kvroute.Routing routing, long elapsedNanos) {
+        firstTokens.add(routing.workerId().name());
+      }
+    }).build();
+    try (MockWebServer server = new MockWebServer()) {
+      server.start();
+      RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).build();
+      ForwardRequest request = ForwardRequest.newBuilder("/v1/completions", completion("x", 4, true))
+          .tokens(new int[] {1, 2, 3}).build();
+      WorkerId previous = null;
+      for (int round = 0; round < 4; round++) {
+        WorkerId id = WorkerId.of("w" + round);
+        if (previous != null) {
+          router.removeWorker(previous);
+        }
+        router.addWorker(Worker.of(id, URI.create(server.url("/").toString())));
+        previous = id;
+        int outputs = random.nextInt(3);
+        int kind = random.nextInt(5);
+        String event = switch (kind) {
+          case 0 -> errorEvent("BadRequestError", Integer.toString(400 + random.nextInt(100)));
+          case 1 -> errorEvent("InternalServerError", Integer.toString(500 + random.nextInt(100)));
+          case 2 -> errorEvent("InternalServerError", null);
+          case 3 -> errorEvent("BadRequestError", "\"400\"");
+          default -> "data: [DONE]\n\n"; // no error at all
+        };
+        boolean serverError = kind == 1 || kind == 2 || kind == 3;
+        Buffer body = new Buffer();
+        for (int i = 0; i < outputs; i++) {
+          body.writeUtf8("data: {\"choices\":[{\"text\":\" w" + i + "\"}]}\n\n");
+        }
+        body.writeUtf8(event);
+        String shown = "round " + round + ": " + body.clone().readUtf8();
+        server.enqueue(new MockResponse.Builder().setHeader("Content-Type", "text/event-stream")
+            .chunkedBody(body, 1 + random.nextInt(64)).build());
+        int transitionsBefore = transitions.seen.size();
+        try (ForwardedResponse response = forwarder.forward(request)) {
+          assertEquals(200, response.code());
+          response.body().string();
+        }
+        boolean token = outputs > 0 || kind == 4;
+        assertEquals(token, firstTokens.contains(id.name()), shown);
+        assertEquals(serverError ? HealthState.SUSPECT : HealthState.HEALTHY, router.health(id), shown);
+        List<String> now = transitions.seen.subList(transitionsBefore, transitions.seen.size());
+        assertEquals(serverError, now.stream().anyMatch(t -> t.contains("SERVER_ERROR")), shown + now);
+      }
+    }
+  }
+
+  /**
+   * A client that can make vLLM answer in-stream 400s (a bad request) cannot get a healthy worker ejected: five in a
+   * row, none with output, leave it HEALTHY; the same five with code 500 eject it (3 consecutive failures).
+   */
+  @Test
+  void aWorkerAnsweringInStream4xxErrorsIsNotEjected() throws Exception {
+    for (String code : new String[] {"400", "500"}) {
+      Transitions transitions = new Transitions();
+      Router router = Router.newBuilder().listener(transitions).build();
+      WorkerId id = WorkerId.of("mock");
+      try (MockWebServer server = new MockWebServer()) {
+        server.start();
+        router.addWorker(Worker.of(id, URI.create(server.url("/").toString())));
+        RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).build();
+        ForwardRequest request = ForwardRequest.newBuilder("/v1/completions", completion("x", 4, true))
+            .tokens(new int[] {1, 2, 3}).build();
+        int answered = 0;
+        for (int i = 0; i < 5 && router.health(id) != HealthState.EJECTED; i++) {
+          server.enqueue(new MockResponse.Builder().setHeader("Content-Type", "text/event-stream")
+              .body(errorEvent(code.equals("400") ? "BadRequestError" : "InternalServerError", code)).build());
+          try (ForwardedResponse response = forwarder.forward(request)) {
+            assertEquals(200, response.code());
+            response.body().string();
+          }
+          answered++;
+        }
+        if (code.equals("400")) {
+          assertEquals(5, answered);
+          assertEquals(HealthState.HEALTHY, router.health(id));
+          assertEquals(List.of(), transitions.seen);
+        } else {
+          assertEquals(3, answered, transitions.seen.toString());
+          assertEquals(HealthState.EJECTED, router.health(id));
+        }
+      }
     }
   }
 
