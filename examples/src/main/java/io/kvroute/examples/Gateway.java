@@ -48,6 +48,7 @@ import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -124,7 +125,7 @@ public final class Gateway implements AutoCloseable {
   /** The parsed command line. */
   record Options(List<WorkerSpec> workers, String policy, TokenizerMode tokenizer, @Nullable Path tokenizerDir,
       boolean tokenizerFallback, String host, int port, int metricsPort, int blockSize, Duration scrapeInterval,
-      int requestReadSeconds) {}
+      int requestReadSeconds, long bufferedBodyBytes) {}
 
   private final Options options;
   private final Router router;
@@ -137,6 +138,8 @@ public final class Gateway implements AutoCloseable {
   private final HttpServer server;
   private final @Nullable HttpServer metricsServer;
   private final ExecutorService executor;
+  /** Request-body bytes held by requests being served; at most {@link Options#bufferedBodyBytes()}. */
+  private final AtomicLong bufferedBodyBytes = new AtomicLong();
 
   private Gateway(Options options) throws IOException {
     this.options = options;
@@ -286,15 +289,64 @@ public final class Gateway implements AutoCloseable {
   }
 
   private void route(HttpExchange exchange) throws IOException {
-    byte[] body;
+    long[] reserved = {0};
+    try {
+      byte[] body = readBody(exchange, reserved);
+      if (body != null) {
+        route(exchange, body);
+      }
+    } finally {
+      bufferedBodyBytes.addAndGet(-reserved[0]);
+    }
+  }
+
+  /**
+   * Reads a request body, reserving its bytes in the gateway's budget as they arrive (twice: the chunks and the
+   * final array), or answers 413 (over {@value #MAX_BODY_BYTES} bytes) or 503 (the budget is spent) and returns
+   * null. Without the budget, {@value #MAX_CONCURRENT_REQUESTS} requests of 32 MiB, each several times larger once
+   * parsed, could exhaust the heap; with it, a burst of large bodies is refused with a retryable status instead.
+   */
+  private byte @Nullable [] readBody(HttpExchange exchange, long[] reserved) throws IOException {
+    java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream(8192);
+    byte[] chunk = new byte[64 << 10];
     try (InputStream in = exchange.getRequestBody()) {
-      body = in.readNBytes(MAX_BODY_BYTES + 1);
+      for (int n = in.read(chunk); n >= 0; n = in.read(chunk)) {
+        if (!reserve(2L * n, reserved)) {
+          // read the rest without keeping it (a client still sending would not see the answer), then refuse
+          long drained = n;
+          while (n >= 0 && drained <= MAX_BODY_BYTES) {
+            n = in.read(chunk);
+            drained += Math.max(n, 0);
+          }
+          exchange.getResponseHeaders().set("Retry-After", "1");
+          HttpServerRelay.sendError(exchange, 503, "The gateway is buffering as many request bytes as it may ("
+              + options.bufferedBodyBytes() + "); retry shortly.", "service_unavailable");
+          return null;
+        }
+        buffer.write(chunk, 0, n);
+        if (buffer.size() > MAX_BODY_BYTES) {
+          HttpServerRelay.sendError(exchange, 413, "The request body exceeds " + MAX_BODY_BYTES + " bytes.",
+              "invalid_request_error");
+          return null;
+        }
+      }
     }
-    if (body.length > MAX_BODY_BYTES) {
-      HttpServerRelay.sendError(exchange, 413, "The request body exceeds " + MAX_BODY_BYTES + " bytes.",
-          "invalid_request_error");
-      return;
+    return buffer.toByteArray();
+  }
+
+  private boolean reserve(long bytes, long[] reserved) {
+    for (long held = bufferedBodyBytes.get(); ; held = bufferedBodyBytes.get()) {
+      if (held + bytes > options.bufferedBodyBytes()) {
+        return false;
+      }
+      if (bufferedBodyBytes.compareAndSet(held, held + bytes)) {
+        reserved[0] += bytes;
+        return true;
+      }
     }
+  }
+
+  private void route(HttpExchange exchange, byte[] body) throws IOException {
     OpenAiRequest parsed;
     ForwardRequest.Builder request;
     try {
@@ -366,6 +418,11 @@ public final class Gateway implements AutoCloseable {
     } else {
       throw (RuntimeException) failure; // a bug: the handler answers 500
     }
+  }
+
+  /** An eighth of the heap: a parsed body takes several times its bytes, and the router and caches need room. */
+  static long defaultBufferedBodyBytes() {
+    return Math.max(2L * MAX_BODY_BYTES, Runtime.getRuntime().maxMemory() / 8);
   }
 
   private static String errorType(int status) {
@@ -511,6 +568,7 @@ public final class Gateway implements AutoCloseable {
     int blockSize = 16;
     Duration scrape = Duration.ofSeconds(1);
     int requestReadSeconds = DEFAULT_REQUEST_READ_SECONDS;
+    long bufferedBodyBytes = defaultBufferedBodyBytes();
     for (int i = 0; i < args.length; i++) {
       String flag = args[i];
       if (i + 1 >= args.length) {
@@ -550,6 +608,7 @@ public final class Gateway implements AutoCloseable {
         case "--block-size" -> blockSize = intFlag(flag, value, 1, 1 << 16);
         case "--scrape-interval-ms" -> scrape = Duration.ofMillis(intFlag(flag, value, 0, Integer.MAX_VALUE));
         case "--request-read-timeout-s" -> requestReadSeconds = intFlag(flag, value, 0, Integer.MAX_VALUE);
+        case "--max-buffered-body-mb" -> bufferedBodyBytes = (long) intFlag(flag, value, 1, Integer.MAX_VALUE) << 20;
         default -> throw new IllegalArgumentException("unknown option " + flag + "; see --help");
       }
     }
@@ -563,7 +622,7 @@ public final class Gateway implements AutoCloseable {
       throw new IllegalArgumentException("--tokenizer-fallback worker needs --tokenizer DIR");
     }
     return new Options(List.copyOf(workers), policy, tokenizer, tokenizerDir, tokenizerFallback, host, port,
-        metricsPort, blockSize, scrape, requestReadSeconds);
+        metricsPort, blockSize, scrape, requestReadSeconds, bufferedBodyBytes);
   }
 
   private static int intFlag(String flag, String value, int min, int max) {
@@ -598,7 +657,9 @@ public final class Gateway implements AutoCloseable {
         "  --block-size 16          tokens per KV block; must equal the engines' --block-size",
         "  --scrape-interval-ms 1000  how often each worker's /metrics is read for its load (0: never)",
         "  --request-read-timeout-s 60  close a connection still sending its request (headers and body) after",
-        "                           this long (0: never), so that slow clients cannot hold every request thread"));
+        "                           this long (0: never), so that slow clients cannot hold every request thread",
+        "  --max-buffered-body-mb N  request-body MiB buffered at once, over all requests; beyond it, 503 with",
+        "                           Retry-After (default: an eighth of the heap, which leaves room for parsed bodies)"));
   }
 
   /**

@@ -237,6 +237,33 @@ class GatewayEndToEndTest {
   }
 
   /**
+   * Request bodies are buffered within --max-buffered-body-mb over all requests (each byte counted twice: the read
+   * chunks and the final array): a body whose bytes would exceed it is refused with a retryable 503, and what a
+   * request held is returned when it ends, whether it was served or refused.
+   */
+  @Test
+  void bodiesBeyondTheBufferBudgetAreRefusedWithARetryable503AndTheBudgetIsReturned() throws Exception {
+    SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName(MODEL).build())
+        .kvEvents(false).speedup(50).build();
+    sims.add(sim);
+    gateway = Gateway.start(Gateway.parse(new String[] {"--worker", "only=" + sim.baseUri(), "--tokenizer", "ids",
+        "--port", "0", "--scrape-interval-ms", "0", "--max-buffered-body-mb", "1"}));
+    String request = "{\"prompt\":[5,6,7,8],\"max_tokens\":2}";
+    String fits = request + " ".repeat(300 << 10); // 2 x 300 KiB of the 1 MiB budget
+    String tooLarge = request + " ".repeat(600 << 10); // 2 x 600 KiB > 1 MiB
+    HttpResponse<String> refused = post("/v1/completions", tooLarge);
+    assertEquals(503, refused.statusCode(), refused.body());
+    assertEquals("1", refused.headers().firstValue("Retry-After").orElseThrow());
+    assertEquals("service_unavailable", error(refused).get("type"));
+    for (int i = 0; i < 3; i++) { // had any request kept its bytes, the second or third would be refused
+      HttpResponse<String> served = post("/v1/completions", fits);
+      assertEquals(200, served.statusCode(), "request " + i + ": " + served.body());
+    }
+    assertEquals(503, post("/v1/completions", tooLarge).statusCode());
+    assertEquals(200, post("/v1/completions", request).statusCode());
+  }
+
+  /**
    * Runs the README's gateway section: its SimMain commands as processes, its Gateway command in this JVM, its curl
    * requests with this client; every port it names is remapped to a free one.
    */
