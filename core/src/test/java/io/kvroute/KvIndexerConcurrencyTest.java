@@ -47,6 +47,9 @@ class KvIndexerConcurrencyTest {
     ExecutorService pool = Executors.newFixedThreadPool(writers + 2);
     try {
       CountDownLatch start = new CountDownLatch(1);
+      // Writers begin once both readers are reading: on a fast machine a small case could otherwise finish its writes
+      // before a reader had looked once, and the test would have checked nothing.
+      CountDownLatch readersReading = new CountDownLatch(2);
       List<Future<?>> writing = new ArrayList<>();
       for (int w = 0; w < writers; w++) {
         WorkerId worker = workers[w];
@@ -54,6 +57,7 @@ class KvIndexerConcurrencyTest {
         long salt = random.nextLong();
         writing.add(pool.submit(() -> {
           start.await();
+          readersReading.await();
           long[] hashes = new long[PROMPT_BLOCKS];
           for (int round = 0; round < rounds; round++) {
             for (int b = 0; b < PROMPT_BLOCKS; b++) {
@@ -76,7 +80,8 @@ class KvIndexerConcurrencyTest {
       for (int r = 0; r < 2; r++) {
         reading.add(pool.submit(() -> {
           start.await();
-          while (!done.get()) {
+          readersReading.countDown();
+          do {
             for (int w = 0; w < writers; w++) {
               PrefixMatch match = index.findMatches(queries[w]).get(workers[w]);
               int depth = match == null ? 0 : match.blocks();
@@ -87,7 +92,7 @@ class KvIndexerConcurrencyTest {
                 }
               }
             }
-          }
+          } while (!done.get());
           return null;
         }));
       }
