@@ -380,8 +380,9 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         removals += events.blocks(i);
       }
     }
-    if (chunkRemoved.length < removals) {
-      int grown = Math.max(removals, chunkRemoved.length * 2);
+    int keys = removals + locals; // removed blocks first, then the stores' blocks
+    if (chunkRemoved.length < keys) {
+      int grown = Math.max(keys, chunkRemoved.length * 2);
       chunkRemoved = new long[grown];
       chunkTiers = new int[grown];
       chunkEntries = new int[grown];
@@ -395,6 +396,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       long sink = 0;
       int r = 0;
+      int s = removals;
       for (int k = 0; k < count; k++) {
         int i = from + k;
         if (events.kind(i) == KvEventColumns.REMOVED) {
@@ -404,10 +406,15 @@ public final class KvIndexer implements KvEventSink, KvIndex {
             chunkRemoved[r++] = hashes[h];
           }
         } else if (chunkLocalsAt[k] >= 0) {
+          int slotTier = slot * TIERS + events.tierOrdinal(i);
+          for (int h = events.hashStart(i), end = events.hashStart(i + 1); h < end; h++) {
+            chunkTiers[s] = slotTier;
+            chunkRemoved[s++] = hashes[h];
+          }
           sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
-      chunkSink = sink + entries.touchRemovals(chunkTiers, chunkRemoved, chunkEntries, r);
+      chunkSink = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
     } finally {
       lock.unlockRead(stamp);
     }
@@ -423,15 +430,14 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Touches a store's engine buckets, and, from its parent's sequence hash (an earlier store of the chunk or the
-   * index), the sequence buckets its blocks will join; caller holds the shared lock.
+   * Touches, from a store's parent's sequence hash (an earlier store of the chunk or the index), the sequence
+   * buckets its blocks will join; caller holds the shared lock. (Its engine chains are touched with the chunk's.)
    */
   private long touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
     int tier = events.tierOrdinal(i);
     long[] hashes = events.hashes();
-    int first = events.hashStart(i);
     int blocks = events.blocks(i);
-    long sink = entries.touchEngine(slot * TIERS + tier, hashes, first, blocks);
+    long sink = 0;
     chunkSeqKnown[k] = false;
     boolean atRoot = !events.hasParent(i);
     long parentHash = events.parent(i);
@@ -556,7 +562,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         previous = entries.seqOf(parent);
       }
     }
-    entries.prefetchEngineChains(slotTier, hashes, first, blocks);
+    boolean prepared = localsAt >= 0; // prepare touched this store's engine chains and sequence runs
+    if (!prepared) {
+      entries.prefetchEngineChains(slotTier, hashes, first, blocks);
+    }
     long[] seqs = null;
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
@@ -571,7 +580,9 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         seqs[b] = atRoot && b == 0 ? local : BlockHasher.sequenceHash(previous, local);
         previous = seqs[b];
       }
-      entries.prefetchSeqChains(seqs, blocks);
+      if (!prepared) {
+        entries.prefetchSeqChains(seqs, blocks);
+      }
     }
     int orphans = 0;
     for (int b = 0; b < blocks; b++) {
