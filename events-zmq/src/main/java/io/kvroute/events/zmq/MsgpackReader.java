@@ -1,5 +1,8 @@
 package io.kvroute.events.zmq;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -21,6 +24,24 @@ final class MsgpackReader {
   static final int MAP = 7;
   static final int EXTENSION = 8;
   static final int NEVER_USED = 9;
+
+  private static final VarHandle BIG_ENDIAN_INT = MethodHandles.byteArrayViewVarHandle(int[].class,
+      ByteOrder.BIG_ENDIAN);
+  private static final VarHandle LITTLE_ENDIAN_LONG = MethodHandles.byteArrayViewVarHandle(long[].class,
+      ByteOrder.LITTLE_ENDIAN);
+  // Per head byte, how readUint32OrMinusOne decodes the value it starts from the four bytes after it: bytes taken
+  // (bits 40-43; 0 when the head starts no such value), the right shift (bits 32-37), the mask (bits 0-31) and, for
+  // a positive fixint, the value itself (bits 48-55).
+  private static final long[] UINT32_DECODE = new long[256];
+
+  static {
+    for (int head = 0; head <= 0x7F; head++) {
+      UINT32_DECODE[head] = (1L << 40) | ((long) head << 48);
+    }
+    UINT32_DECODE[0xCC] = (2L << 40) | (24L << 32) | 0xFFL;
+    UINT32_DECODE[0xCD] = (3L << 40) | (16L << 32) | 0xFFFFL;
+    UINT32_DECODE[0xCE] = (5L << 40) | 0xFFFFFFFFL;
+  }
 
   private final byte[] buf;
   private final int limit;
@@ -216,10 +237,22 @@ final class MsgpackReader {
   long readUint32OrMinusOne() {
     int p = pos;
     int left = limit - p;
+    byte[] b = buf;
+    if (left >= 5) {
+      // Without a branch on the encoding (token ids mix uint 16 and uint 32 at random, so that branch would be
+      // mispredicted about every other token): the four bytes after the head, shifted and masked as it says.
+      long decode = UINT32_DECODE[b[p] & 0xFF];
+      int taken = (int) (decode >>> 40) & 0xF;
+      if (taken == 0) {
+        return -1;
+      }
+      long word = ((int) BIG_ENDIAN_INT.get(b, p + 1)) & 0xFFFFFFFFL;
+      pos = p + taken;
+      return ((word >>> (decode >>> 32 & 63)) & (decode & 0xFFFFFFFFL)) | (decode >>> 48 & 0xFF);
+    }
     if (left <= 0) {
       return -1;
     }
-    byte[] b = buf;
     int head = b[p] & 0xFF;
     if (head <= 0x7F) {
       pos = p + 1;
@@ -370,6 +403,30 @@ final class MsgpackReader {
     }
     require(n);
     return (int) n;
+  }
+
+  /**
+   * Whether the {@code key.length} bytes at {@code start} (within the payload) are {@code key}: for keys of 8 bytes
+   * or more, 8-byte comparisons (the last one overlapping the one before) instead of a loop over its bytes.
+   */
+  boolean regionEquals(int start, byte[] key) {
+    int len = key.length;
+    if (len >= Long.BYTES) {
+      byte[] b = buf;
+      for (int i = 0; i < len - Long.BYTES; i += Long.BYTES) {
+        if ((long) LITTLE_ENDIAN_LONG.get(b, start + i) != (long) LITTLE_ENDIAN_LONG.get(key, i)) {
+          return false;
+        }
+      }
+      return (long) LITTLE_ENDIAN_LONG.get(b, start + len - Long.BYTES)
+          == (long) LITTLE_ENDIAN_LONG.get(key, len - Long.BYTES);
+    }
+    for (int i = 0; i < len; i++) {
+      if (buf[start + i] != key[i]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   byte byteAt(int index) {
