@@ -62,6 +62,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   public static final int DEFAULT_MAX_WORKERS = 16_384;
 
   private static final int NIL = PrefixTable.NIL;
+  private static final int UNRESOLVED = -2; // a slot not looked up yet
   private static final int TIERS = PrefixTable.TIERS;
   // Blocks of small events applyAll applies per hold of the write lock. A block costs 0.1 to 0.3 us to apply once
   // its index lines are in cache, so a chunk holds readers back a few microseconds at most, and a chunk's
@@ -99,6 +100,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private int[] chunkTiers = new int[64]; // the chunk's removals: worker-tier, engine hash, entry found
   private long[] chunkRemoved = new long[64];
   private int[] chunkEntries = new int[64];
+  private int chunkHints; // chunkEntries[0, chunkHints) hold the entries prepare found for the chunk's removals
   private long chunkSink;
   private long storedBlocks;
   private long removedBlocks;
@@ -270,8 +272,21 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     long stamp = writeLockSpinning();
     int evictedBefore = (int) entries.evictedEntries;
     try {
+      // A run of removals looks the worker's slot up once (only a store or a clear can change it: they register
+      // the worker or empty its slot), and each removal starts from the entry prepare found for its block.
+      int hint = 0;
+      int removalSlot = UNRESOLVED;
       for (int i = from; i < to; i++) {
-        applyLocked(worker, events, i, chunkLocalsAt[i - from]);
+        if (events.kind(i) == KvEventColumns.REMOVED) {
+          if (removalSlot == UNRESOLVED) {
+            removalSlot = slots.getInt(worker);
+          }
+          applyRemoved(worker, events, i, removalSlot, hint);
+          hint += events.blocks(i);
+        } else {
+          applyLocked(worker, events, i, chunkLocalsAt[i - from]);
+          removalSlot = UNRESOLVED;
+        }
       }
     } finally {
       lock.unlockWrite(stamp);
@@ -380,6 +395,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         removals += events.blocks(i);
       }
     }
+    chunkHints = 0;
     int keys = removals + locals; // removed blocks first, then the stores' blocks
     if (chunkRemoved.length < keys) {
       int grown = Math.max(keys, chunkRemoved.length * 2);
@@ -415,6 +431,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         }
       }
       chunkSink = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
+      chunkHints = r;
     } finally {
       lock.unlockRead(stamp);
     }
@@ -481,7 +498,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     if (kind == KvEventColumns.STORED) {
       applyStored(worker, events, i, localsAt);
     } else if (kind == KvEventColumns.REMOVED) {
-      applyRemoved(worker, events, i);
+      applyRemoved(worker, events, i, slots.getInt(worker), -1);
     } else {
       int slot = slots.getInt(worker);
       if (slot != NIL) {
@@ -667,8 +684,12 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return null;
   }
 
-  private void applyRemoved(WorkerId worker, KvEventColumns events, int i) {
-    int slot = slots.getInt(worker);
+  /**
+   * Applies removal {@code i} of the worker in {@code slot} (NIL if unknown); the caller holds the write lock.
+   * {@code hintsAt} is where this event's blocks start among the removed blocks prepare touched (their entries,
+   * as found then, are in {@code chunkEntries}), or -1 for none.
+   */
+  private void applyRemoved(WorkerId worker, KvEventColumns events, int i, int slot, int hintsAt) {
     int blocks = events.blocks(i);
     if (slot == NIL) {
       unknownRemovals += blocks;
@@ -680,8 +701,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     int slotTier = slot * TIERS + events.tierOrdinal(i);
     long[] hashes = events.hashes();
     int unknown = 0;
-    for (int h = events.hashStart(i), end = h + blocks; h < end; h++) {
-      if (entries.release(slotTier, hashes[h])) {
+    int[] found = chunkEntries;
+    int hints = hintsAt < 0 ? 0 : Math.max(0, Math.min(blocks, chunkHints - hintsAt));
+    for (int b = 0, h = events.hashStart(i); b < blocks; b++, h++) {
+      if (entries.release(slotTier, hashes[h], b < hints ? found[hintsAt + b] : NIL)) {
         removedBlocks++;
       } else {
         unknown++;

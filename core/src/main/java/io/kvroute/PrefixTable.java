@@ -394,13 +394,19 @@ final class PrefixTable {
     size++;
   }
 
+  /** {@link #release(int, long, int)} without a hint. */
+  boolean release(int slotTier, long engineHash) {
+    return release(slotTier, engineHash, NIL);
+  }
+
   /**
    * Undoes one store of an engine block: decrements its count, removing the entry at zero.
    *
+   * @param hint the block's entry if the caller found it earlier (checked, not trusted), or NIL
    * @return whether the slot-tier held the block
    */
-  boolean release(int slotTier, long engineHash) {
-    int e = findEngine(slotTier, engineHash);
+  boolean release(int slotTier, long engineHash, int hint) {
+    int e = isEntryOf(hint, slotTier, engineHash) ? hint : findEngine(slotTier, engineHash);
     if (e == NIL) {
       return false;
     }
@@ -412,6 +418,20 @@ final class PrefixTable {
       delete(e);
     }
     return true;
+  }
+
+  /**
+   * Whether {@code e} is a live entry of this worker-tier for this engine hash, and so the only one (a store of a
+   * held engine block is counted on its entry, never a second entry): a hint found before the exclusive phase,
+   * possibly stale by now, is checked this way rather than trusted.
+   */
+  private boolean isEntryOf(int e, int slotTier, long engineHash) {
+    if (e < 0 || e >= highWater) {
+      return false;
+    }
+    int base = e * STRIDE;
+    long meta = table[base + META];
+    return (meta & REFCOUNT_MASK) != 0 && (int) (meta >>> 32) == slotTier && table[base + ENG] == engineHash;
   }
 
   /** Removes every entry of {@code slot}: one scan of the table. */
