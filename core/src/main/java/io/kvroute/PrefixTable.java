@@ -37,9 +37,9 @@ final class PrefixTable {
   static final int MAX_GATHER = 128; // and then, once those all matched (1 KB of scratch)
   static final long EMPTY = -1L; // a free probe slot: its entry half is NIL
   static final int RUN_AHEAD = 8; // a match also loads this far past a home slot: the next cache line of its run
-  // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds one entry on average at
-  // full capacity (as many buckets as entries), so 4 rounds cover all but about 0.4 % of the walks; the rest are
-  // walked under the lock.
+  // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds half an entry on average
+  // at full capacity (twice as many buckets as entries), so 4 rounds cover all but about 0.02 % of the walks (0.4 %
+  // at one entry a bucket); the rest are walked under the lock.
   static final int MAX_TOUCH_ROUNDS = 4;
 
   final int maxEntries;
