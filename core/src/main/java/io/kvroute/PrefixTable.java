@@ -102,6 +102,14 @@ final class PrefixTable {
     long[] probe = seqSlots;
     int n = probe.length;
     int touched = 0;
+    // Workers that can still go deeper: those that matched the previous block, in any tier (live) and on the GPU
+    // (liveGpu); before block 0, every worker. Once a block's run has advanced all of them, no later entry in the
+    // run can change an answer, so the walk stops there instead of reading the run to its end: a block held by
+    // one worker (a hit's usual case), whose entry sits at or near its home slot, costs a read of that slot and
+    // its entry, and neither the branches on the rest of the run (which mispredict: runs' lengths vary) nor a
+    // run's end that lies past the lines loaded ahead.
+    int live = Integer.MAX_VALUE;
+    int liveGpu = Integer.MAX_VALUE;
     // Block 0 alone first, so that a miss costs one lookup; then GATHER blocks, then chunks of MAX_GATHER. A chunk
     // waits for two rounds of loads whatever its size (its probe slots, then the entries they name, which a
     // sequence stored in one event has side by side), so a 128-block hit waits for 6 rounds, and a prompt whose
@@ -130,6 +138,7 @@ final class PrefixTable {
         long seq = hashes[i];
         int print = prints[i - chunk];
         int advanced = 0;
+        int advancedGpu = 0;
         for (int pos = homes[i - chunk]; ; pos = pos + 1 == n ? 0 : pos + 1) {
           long v = probe[pos];
           if ((int) v < 0) {
@@ -152,12 +161,18 @@ final class PrefixTable {
             }
             if (slotTier % TIERS == 0 && gpuDepth[slot] == i) {
               gpuDepth[slot] = i + 1;
+              advancedGpu++;
+            }
+            if (advanced == live && advancedGpu == liveGpu) {
+              break;
             }
           }
         }
         if (advanced == 0) {
           return touched;
         }
+        live = advanced;
+        liveGpu = advancedGpu;
       }
       chunk = end;
     }
