@@ -570,15 +570,7 @@ public final class KvEventCodec {
     }
 
     private boolean keyIs(int start, int len, byte[] key) {
-      if (len != key.length) {
-        return false;
-      }
-      for (int i = 0; i < len; i++) {
-        if (r.byteAt(start + i) != key[i]) {
-          return false;
-        }
-      }
-      return true;
+      return len == key.length && r.regionEquals(start, key);
     }
 
     private void arrayEvent() {
