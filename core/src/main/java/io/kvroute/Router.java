@@ -275,7 +275,7 @@ public final class Router {
           expired = admission.expire(now);
           predictions.expire(now);
           candidates.admit(admission.random, now);
-          n = retainAdmissible(candidates, candidateStates, n, now);
+          n = retainAdmissible(candidates, candidateStates, n, now, hashes, count);
           if (n > 0) {
             routing = choose(request, hashes, count, candidates, candidateStates, n, now, states, scratch);
           }
@@ -284,8 +284,8 @@ public final class Router {
         }
       }
     } finally {
+      // candidateStates keeps its references for the next selection to compare (see gatherCandidates).
       candidates.clear();
-      Arrays.fill(candidateStates, null);
     }
     if (expired > 0) {
       listener.onBookingsExpired(expired); // outside the lock, as every routing callback
@@ -325,7 +325,10 @@ public final class Router {
         cached += predictions.entriesOfSlot(state.predictedSlot);
       }
       candidates.add(state.worker, overlap, gpuOverlap, cached, state.engineLoad, approximate);
-      candidateStates[n++] = state;
+      if (candidateStates[n] != state) { // stored only when it changed: a reference store costs a GC write barrier
+        candidateStates[n] = state;
+      }
+      n++;
     }
     return n;
   }
@@ -340,17 +343,22 @@ public final class Router {
   /**
    * Drops the candidates that may not take a request now, under the admission lock: a worker removed since it was
    * gathered (its slot may already belong to a new registration, so it must get no booking), and workers whose
-   * health forbids it. The only work select does for health: one volatile read per candidate.
+   * health forbids it; and fills in the loads of those kept (in the same pass: one read of each candidate's
+   * state). The only work select does for health: one volatile read per candidate.
    */
   private int retainAdmissible(Candidates candidates, WorkerRegistry.WorkerState[] candidateStates, int n,
-      long now) {
+      long now, long[] hashes, int count) {
     LoadTracker load = admission.load;
     for (int i = n - 1; i >= 0; i--) {
       WorkerRegistry.WorkerState s = candidateStates[i];
       HealthState h = s.health.state();
-      if (load.owns(s.slot, s.generation)
+      int slot = s.slot;
+      if (load.owns(slot, s.generation)
           && (h.routable() || (h == HealthState.EJECTED && s.health.probeDue(now)))) {
         candidates.setHealth(i, h);
+        int activeOverlap = load.activeDepth(slot, hashes, count);
+        candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
+            load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot), load.holderHistogram(slot));
       } else {
         candidates.remove(i);
         System.arraycopy(candidateStates, i + 1, candidateStates, i, n - i - 1);
@@ -360,17 +368,13 @@ public final class Router {
     return n;
   }
 
-  /** Scores the admissible candidates, lets the policy choose and books the choice; under the admission lock. */
+  /**
+   * Lets the policy choose among the admissible candidates (their loads filled in) and books the choice; under the
+   * admission lock.
+   */
   private Routing choose(RouteRequest request, long[] hashes, int count, Candidates candidates,
       WorkerRegistry.WorkerState[] candidateStates, int n, long now, WorkerRegistry.WorkerState[] states,
       SelectScratch scratch) {
-    LoadTracker load = admission.load;
-    for (int i = 0; i < n; i++) {
-      int slot = candidateStates[i].slot;
-      int activeOverlap = load.activeDepth(slot, hashes, count);
-      candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
-          load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot), load.holderHistogram(slot));
-    }
     int choice = policy.select(candidates);
     if (choice < 0 || choice >= n) {
       throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
