@@ -37,6 +37,10 @@ final class PrefixTable {
   static final int MAX_GATHER = 128; // and then, once those all matched (1 KB of scratch)
   static final long EMPTY = -1L; // a free probe slot: its entry half is NIL
   static final int RUN_AHEAD = 8; // a match also loads this far past a home slot: the next cache line of its run
+  // After block 0, the match's walk stops at the entries it needs (see match), which sit within ENTRY_AHEAD slots
+  // of their home for nine blocks in ten at half fill: loading the slot ENTRY_AHEAD on brings the next line only
+  // when the home lies in the upper half of its line, where such an entry may have crossed into it.
+  static final int ENTRY_AHEAD = 4;
   // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds half an entry on average
   // at full capacity (twice as many buckets as entries), so 4 rounds cover all but about 0.02 % of the walks (0.4 %
   // at one entry a bucket); the rest are walked under the lock.
@@ -107,6 +111,14 @@ final class PrefixTable {
     long[] probe = seqSlots;
     int n = probe.length;
     int touched = 0;
+    // Workers that can still go deeper: those that matched the previous block, in any tier (live) and on the GPU
+    // (liveGpu); before block 0, every worker. Once a block's run has advanced all of them, no later entry in the
+    // run can change an answer, so the walk stops there instead of reading the run to its end: a block held by
+    // one worker (a hit's usual case), whose entry sits at or near its home slot, costs a read of that slot and
+    // its entry, and neither the branches on the rest of the run (which mispredict: runs' lengths vary) nor a
+    // run's end that lies past the lines loaded ahead.
+    int live = Integer.MAX_VALUE;
+    int liveGpu = Integer.MAX_VALUE;
     // Block 0 alone first, so that a miss costs one lookup; then GATHER blocks, then chunks of MAX_GATHER. A chunk
     // waits for two rounds of loads whatever its size (its probe slots, then the entries they name, which a
     // sequence stored in one event has side by side), so a 128-block hit waits for 6 rounds, and a prompt whose
@@ -118,16 +130,18 @@ final class PrefixTable {
     // entries after the second), which made a cold 128-block hit cost 8 to 9 us.
     for (int chunk = 0, size = 1; chunk < count; size = size == 1 ? GATHER : MAX_GATHER) {
       int end = Math.min(count, chunk + size);
-      // Round 1: the chunk's home slots, and the slots RUN_AHEAD further on (the next cache line, where a run that
-      // starts late in its line goes on). These loads are independent of each other, so the CPU overlaps their
-      // cache misses instead of waiting for one block's slot before asking for the next one's.
+      // Round 1: the chunk's home slots, and the slots RUN_AHEAD further on for block 0, whose run is read to its
+      // end (the next cache line, where a run that starts late in its line goes on), ENTRY_AHEAD for the others.
+      // These loads are independent of each other, so the CPU overlaps their cache misses instead of waiting for
+      // one block's slot before asking for the next one's.
+      int reach = chunk == 0 ? RUN_AHEAD : ENTRY_AHEAD;
       long sink = 0;
       for (int i = chunk; i < end; i++) {
         int print = mix(hashes[i]);
         int home = home(print, n);
         prints[i - chunk] = print;
         homes[i - chunk] = home;
-        int ahead = home + RUN_AHEAD;
+        int ahead = home + reach;
         sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
       scratch.sink = sink;
@@ -135,6 +149,7 @@ final class PrefixTable {
         long seq = hashes[i];
         int print = prints[i - chunk];
         int advanced = 0;
+        int advancedGpu = 0;
         for (int pos = homes[i - chunk]; ; pos = pos + 1 == n ? 0 : pos + 1) {
           long v = probe[pos];
           if ((int) v < 0) {
@@ -157,12 +172,18 @@ final class PrefixTable {
             }
             if (slotTier % TIERS == 0 && gpuDepth[slot] == i) {
               gpuDepth[slot] = i + 1;
+              advancedGpu++;
+            }
+            if (advanced == live && advancedGpu == liveGpu) {
+              break;
             }
           }
         }
         if (advanced == 0) {
           return touched;
         }
+        live = advanced;
+        liveGpu = advancedGpu;
       }
       chunk = end;
     }

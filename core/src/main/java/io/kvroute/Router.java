@@ -309,14 +309,24 @@ public final class Router {
     Candidates candidates = scratch.candidates;
     candidates.reset(request, request.tokens().length, blockSize, scratch.hashes);
     Set<WorkerId> allowed = request.allowedWorkers();
+    @Nullable String model = request.model();
+    @Nullable String lora = request.loraName();
+    boolean servedByAll = model == null && (lora == null || lora.isEmpty()); // what Worker.serves then answers
+    // Read once: the loop's volatile reads would otherwise make the JIT reload each of these in every iteration.
+    int[] depth = scratch.main.depth;
+    int[] gpuDepth = scratch.main.gpuDepth;
     int n = 0;
     for (WorkerRegistry.WorkerState state : states) {
-      if (!eligible(request, allowed, state)) {
+      if (!state.registered) {
+        continue;
+      }
+      Worker worker = state.worker;
+      if ((allowed != null && !allowed.contains(worker.id())) || (!servedByAll && !worker.serves(model, lora))) {
         continue;
       }
       int slot = state.slot;
-      int overlap = depth(scratch.main.depth, slot);
-      int gpuOverlap = depth(scratch.main.gpuDepth, slot);
+      int overlap = depth(depth, slot);
+      int gpuOverlap = depth(gpuDepth, slot);
       long cached = indexer.entriesOfSlot(slot);
       boolean approximate = allApproximate || state.approximate;
       if (approximate) {
@@ -324,7 +334,7 @@ public final class Router {
         gpuOverlap = Math.max(gpuOverlap, depth(scratch.predicted.gpuDepth, state.predictedSlot));
         cached += predictions.entriesOfSlot(state.predictedSlot);
       }
-      candidates.add(state.worker, overlap, gpuOverlap, cached, state.engineLoad, approximate);
+      candidates.add(worker, overlap, gpuOverlap, cached, state.engineLoad, approximate);
       if (candidateStates[n] != state) { // stored only when it changed: a reference store costs a GC write barrier
         candidateStates[n] = state;
       }
