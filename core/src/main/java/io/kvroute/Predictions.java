@@ -80,9 +80,95 @@ final class Predictions {
     index.removeWorker(worker);
   }
 
-  /** Matches a request against the predictions, like {@link KvIndexer#matchLocked}; any thread. */
-  int match(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
-    return count == 0 || empty ? 0 : index.matchLocked(hashes, count, scratch);
+  /**
+   * Matches a request against the predictions, like {@link KvIndexer#matchLocked} (each touched slot's depth, and
+   * its GPU depth, which is the same: predictions are stored in the GPU tier), but probing about
+   * {@code 2 sqrt(count)} blocks instead of all of them; any thread.
+   *
+   * <p>The prediction index is prefix-closed per worker: a worker's predicted blocks are the union of its nodes'
+   * paths from the root (a prompt is stored whole, or as the blocks it adds to a live node; a node is dropped only
+   * after its descendants), and a peer's prediction is a whole prompt. So a worker predicted to hold block {@code i}
+   * holds every block before it, its depth is monotone in the prompt, and it can be found by matching every
+   * {@code s}th block and the last (a worker that holds the {@code k}th of them and not the next holds the blocks up
+   * to the {@code k}th's position and fewer than {@code s} more), then the fewer than {@code s} blocks between the
+   * last held and the first missed sample, once per distinct such gap among the touched workers. With
+   * {@code s = sqrt(count)} that is {@code 2 sqrt(count)} blocks for the usual hit (the prompt, or a prefix of it,
+   * predicted on each worker that holds any of it): 23 for a 2,048-token prompt, against 128 blocks, each probed
+   * once per worker predicted to hold it (a hot prompt is predicted on several). A worker's depth is exactly what
+   * the full match finds ({@code PredictionsModelTest} checks it). A concurrent store or removal between the two
+   * probes can make a depth stale, as any match racing with a write.
+   */
+  int match(long[] hashes, int count, PrefixTable.MatchScratch scratch, Sampling sampling) {
+    if (count == 0 || empty) {
+      return 0;
+    }
+    int stride = (int) Math.sqrt(count);
+    if (stride < 2) {
+      return index.matchLocked(hashes, count, scratch);
+    }
+    long[] sampled = sampling.samples(count / stride + 2);
+    int m = 0;
+    for (int p = 0; p < count; p += stride) {
+      sampled[m++] = hashes[p];
+    }
+    if ((count - 1) % stride != 0) {
+      sampled[m++] = hashes[count - 1];
+    }
+    int touched = index.matchLocked(sampled, m, scratch);
+    int[] depth = scratch.depth;
+    int[] gpuDepth = scratch.gpuDepth;
+    // Each touched slot matched samples [0, k), k >= 1: all of them means the whole prompt; otherwise mark it -k
+    // until the gap after sample k - 1 is matched.
+    for (int i = 0; i < touched; i++) {
+      int slot = scratch.touched[i];
+      int k = depth[slot];
+      depth[slot] = k == m ? count : -k;
+      gpuDepth[slot] = k == m ? count : 0;
+    }
+    PrefixTable.MatchScratch gap = sampling.gap;
+    long[] between = sampling.between(stride);
+    for (int i = 0; i < touched; i++) {
+      int k = -depth[scratch.touched[i]];
+      if (k <= 0) {
+        continue; // the whole prompt, or already matched with an earlier slot of the same gap
+      }
+      int from = (k - 1) * stride + 1; // the block after the last sample held
+      int to = Math.min(k * stride, count - 1); // the first sample missed
+      int length = to - from;
+      System.arraycopy(hashes, from, between, 0, length);
+      int gapTouched = length == 0 ? 0 : index.matchLocked(between, length, gap);
+      for (int j = i; j < touched; j++) {
+        int slot = scratch.touched[j];
+        if (depth[slot] == -k) {
+          int d = from + (length == 0 ? 0 : gap.depth[slot]);
+          depth[slot] = d;
+          gpuDepth[slot] = d;
+        }
+      }
+      gap.reset(gapTouched);
+    }
+    return touched;
+  }
+
+  /** Per-thread buffers of {@link #match}; not thread-safe (one per selecting thread). */
+  static final class Sampling {
+    final PrefixTable.MatchScratch gap = new PrefixTable.MatchScratch();
+    private long[] samples = new long[32];
+    private long[] between = new long[32];
+
+    long[] samples(int n) {
+      if (samples.length < n) {
+        samples = new long[Math.max(n, 2 * samples.length)];
+      }
+      return samples;
+    }
+
+    long[] between(int n) {
+      if (between.length < n) {
+        between = new long[Math.max(n, 2 * between.length)];
+      }
+      return between;
+    }
   }
 
   /** Predicted entries of the worker in {@code slot}; racy read, for tie-breaking. */

@@ -244,7 +244,7 @@ public final class Router {
     long[] hashes = scratch.hashes(tokens.length / blockSize);
     int count = hasher.sequenceHashes(tokens, tokens.length, request.loraName(), request.blockExtraKeys(), hashes);
     int touched = count == 0 ? 0 : indexer.matchLocked(hashes, count, scratch.main);
-    int touchedPredicted = predictions.match(hashes, count, scratch.predicted);
+    int touchedPredicted = predictions.match(hashes, count, scratch.predicted, scratch.sampling);
     try {
       Routing routing = admit(request, hashes, count, scratch);
       listener.onRouted(routing);
@@ -778,6 +778,7 @@ public final class Router {
     final Candidates candidates = new Candidates();
     final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
     final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
+    final Predictions.Sampling sampling = new Predictions.Sampling();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {

@@ -159,7 +159,7 @@ class PredictionsModelTest {
   }
 
   /**
-   * Prompts of 1 to 12 blocks: a few exact repeats, prefixes shared by several tails, and conversations whose every
+   * Prompts of 1 to about 40 blocks: a few exact repeats, prefixes shared by several tails, and conversations whose every
    * turn extends the previous one (sometimes by less than a block, which hashes the same).
    */
   private static List<int[]> pool(SplittableRandom random) {
@@ -172,9 +172,9 @@ class PredictionsModelTest {
     }
     for (int conversation = 0; conversation < 3; conversation++) {
       int[] turn = Fixtures.prompt(random.nextLong(), BLOCK + random.nextInt(BLOCK));
-      for (int t = 0; t < 5 && turn.length < 12 * BLOCK; t++) {
+      for (int t = 0; t < 8 && turn.length < 40 * BLOCK; t++) {
         pool.add(turn);
-        turn = Fixtures.concat(turn, Fixtures.prompt(random.nextLong(), 1 + random.nextInt(2 * BLOCK)));
+        turn = Fixtures.concat(turn, Fixtures.prompt(random.nextLong(), 1 + random.nextInt(8 * BLOCK)));
       }
     }
     return pool;
@@ -188,17 +188,31 @@ class PredictionsModelTest {
       long alive = routed.values().stream().filter(t -> t + TTL_MS > nowMs).count();
       assertEquals(alive, index.entriesOfSlot(router.workers().state(w).predictedSlot), when + ", " + w);
     }
+    PrefixTable.MatchScratch scratch = new PrefixTable.MatchScratch();
+    Predictions.Sampling sampling = new Predictions.Sampling();
     for (int[] prompt : pool) {
       long[] hashes = hasher.sequenceHashes(prompt);
       Map<WorkerId, PrefixMatch> matches = index.findMatches(hashes);
-      for (WorkerId w : workers) {
-        Map<Long, Long> routed = lastRouted.getOrDefault(w, Map.of());
-        int depth = 0;
-        while (depth < hashes.length && routed.getOrDefault(hashes[depth], Long.MIN_VALUE / 2) + TTL_MS > nowMs) {
-          depth++;
+      // The selection's sampled match, over every prefix of the prompt (so every gap between samples is met).
+      for (int count = 1; count <= hashes.length; count++) {
+        int touched = router.predictions().match(hashes, count, scratch, sampling);
+        for (WorkerId w : workers) {
+          Map<Long, Long> routed = lastRouted.getOrDefault(w, Map.of());
+          int depth = 0;
+          while (depth < count && routed.getOrDefault(hashes[depth], Long.MIN_VALUE / 2) + TTL_MS > nowMs) {
+            depth++;
+          }
+          int slot = router.workers().state(w).predictedSlot;
+          assertEquals(depth, slot < scratch.depth.length ? scratch.depth[slot] : 0,
+              when + ", " + w + ", sampled match of " + count + " blocks");
+          assertEquals(depth, slot < scratch.gpuDepth.length ? scratch.gpuDepth[slot] : 0,
+              when + ", " + w + ", sampled match of " + count + " blocks (GPU)");
+          if (count == hashes.length) {
+            PrefixMatch m = matches.get(w);
+            assertEquals(depth, m == null ? 0 : m.blocks(), when + ", " + w);
+          }
         }
-        PrefixMatch m = matches.get(w);
-        assertEquals(depth, m == null ? 0 : m.blocks(), when + ", " + w);
+        scratch.reset(touched);
       }
     }
   }
