@@ -129,13 +129,13 @@ final class Admission {
   }
 
   /** Tells the shared-load port of a booking; under the lock, after {@link #book}. */
-  void shareBooking(Routing routing, boolean predicted) {
+  void shareBooking(Routing routing, boolean predicted, int warmBlocks, boolean newPrefix) {
     if (shared == SharedLoad.NONE) {
       return;
     }
     try {
       shared.booked(routing.bookingId, routing.state().worker.id(), routing.bookedPrefillTokens, routing.hashes,
-          routing.hashCount, predicted);
+          routing.hashCount, predicted, warmBlocks, newPrefix);
     } catch (RuntimeException e) {
       sharedThrew(e);
     }

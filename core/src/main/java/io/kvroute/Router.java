@@ -108,7 +108,8 @@ public final class Router {
     }
     this.registry = new WorkerRegistry(new RegistryHooks(), listener);
     this.eventSink = new RegisteredWorkersSink();
-    this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker);
+    this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker,
+        policy instanceof PeerLearning learning ? learning : null);
     if (b.sharedLoad != SharedLoad.NONE) {
       b.sharedLoad.start(remote);
     }
@@ -395,7 +396,8 @@ public final class Router {
     if (predicted) {
       predictions.record(chosen, booked, count, depth(scratch.predicted.depth, chosen.predictedSlot), now);
     }
-    admission.shareBooking(routing, predicted && count > 0);
+    admission.shareBooking(routing, predicted && count > 0, Math.min(candidates.noteWarmBlocks(), count),
+        candidates.noteNewPrefix());
     return routing;
   }
 
