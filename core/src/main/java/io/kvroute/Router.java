@@ -396,8 +396,8 @@ public final class Router {
     if (predicted) {
       predictions.record(chosen, booked, count, depth(scratch.predicted.depth, chosen.predictedSlot), now);
     }
-    admission.shareBooking(routing, predicted && count > 0, Math.min(candidates.noteWarmBlocks(), count),
-        candidates.noteNewPrefix());
+    admission.shareBooking(routing, predicted && count > 0, policy instanceof PeerLearning,
+        Math.min(candidates.noteWarmBlocks(), count), candidates.noteNewPrefix());
     return routing;
   }
 

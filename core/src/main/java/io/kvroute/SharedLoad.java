@@ -64,10 +64,11 @@ public interface SharedLoad {
   /**
    * This replica booked a request on {@code worker}, with what its policy learned from the choice, which peers'
    * policies should learn too ({@link RemoteLoad#booked(String, long, WorkerId, long, int, long[], int, int, long,
-   * boolean)}): the router calls this form. Without it each of N replicas' {@code cacheAffinity} or
-   * {@code predictedTtft} counts only its own placements of new prefixes (the counters that spread them over the
-   * workers) and models only the warm prefixes it routed itself. The default drops the note and calls the
-   * six-argument form.
+   * boolean)}). Without it each of N replicas' {@code cacheAffinity} or {@code predictedTtft} counts only its own
+   * placements of new prefixes (the counters that spread them over the workers) and models only the warm prefixes
+   * it routed itself. The router calls this form when its policy learns from its peers' notes (the built-in
+   * {@code cacheAffinity} and {@code predictedTtft}), the six-argument form otherwise. The default drops the note
+   * and calls the six-argument form.
    *
    * @param bookingId this replica's id of the booking: unique and increasing over the router's life
    * @param worker the worker the request was routed to
