@@ -59,6 +59,7 @@ final class Predictions {
   // Counters for tests and benchmarks: nodes renewed without an index write, extended, and stored whole.
   long remoteRenewed;
   long renewed;
+  long renewedRemote; // the router's own routing renewing a peer's node
   long extended;
   long storedWhole;
   // Written under the admission lock; read by selections to skip matching while nothing is predicted.
@@ -236,6 +237,15 @@ final class Predictions {
     if (at != null && at.end == count) {
       renewed++;
       renew(at, expiresAt);
+      return;
+    }
+    // A peer's prediction of the whole prompt on this worker (a replica routed it there): renew it rather than
+    // store the prompt again; it then lives for the TTL from this routing, as a node of the router's own would.
+    @Nullable Node peer = remoteByEnd.get(key(slot, hashes[count - 1]));
+    if (peer != null && peer.state == state && peer.end == count && peer.lastHash() == hashes[count - 1]) {
+      renewedRemote++;
+      peer.expiresAtNanos = expiresAt;
+      remote.moveToTail(peer);
       return;
     }
     makeRoom(count - (at == null ? 0 : at.end));

@@ -100,6 +100,55 @@ class PredictionsModelTest {
     IndexInvariants.check(router.predictions().index());
   }
 
+  /**
+   * The router's own selections and a peer's deliveries together, against one model: a block is predicted on a
+   * worker while the last routing there of a prompt containing it, by either, is younger than the TTL. An own
+   * routing of a prompt a peer's node holds whole renews that node (no index write). The router's own predictions
+   * expire at its selections and the peers' at their deliveries, so each check follows a selection and a delivery.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void ownAndPeersPredictionsTogetherAreTheLastRoutingOfEachBlock(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().ticker(ticker).randomSeed(seed)
+        .policy(RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofMillis(TTL_MS), 1 << 20)).build();
+    List<WorkerId> workers = List.of(WorkerId.of("w0"), WorkerId.of("w1"), WorkerId.of("w2"));
+    workers.forEach(w -> router.addWorker(Worker.of(w)));
+    List<int[]> pool = pool(random);
+    BlockHasher hasher = BlockHasher.of(BLOCK);
+    Map<WorkerId, Map<Long, Long>> last = new HashMap<>();
+    long nowMs = 0;
+    for (int step = 0; step < 600; step++) {
+      boolean select = random.nextBoolean();
+      if (select) {
+        int[] prompt = pool.get(random.nextInt(pool.size()));
+        try (Routing routing = router.select(prompt)) {
+          Map<Long, Long> routed = last.computeIfAbsent(routing.workerId(), w -> new HashMap<>());
+          for (long h : hasher.sequenceHashes(prompt)) {
+            routed.put(h, nowMs);
+          }
+        }
+      }
+      long[] hashes = hasher.sequenceHashes(pool.get(random.nextInt(pool.size())));
+      WorkerId worker = workers.get(random.nextInt(workers.size()));
+      router.remoteLoad().predicted(worker, hashes, hashes.length);
+      Map<Long, Long> predicted = last.computeIfAbsent(worker, w -> new HashMap<>());
+      for (long h : hashes) {
+        predicted.put(h, nowMs);
+      }
+      if (select) { // the router's own predictions expire at its selections, the peers' at their deliveries
+        assertSameAsModel(router, workers, pool, hasher, last, nowMs, "step " + step);
+      }
+      long advance = random.nextInt(4) == 0 ? random.nextLong(TTL_MS / 2) : random.nextLong(200);
+      ticker.advance(Duration.ofMillis(advance));
+      nowMs += advance;
+    }
+    assertTrue(router.predictions().renewedRemote > 0, "own routings renewed peers' nodes: "
+        + router.predictions().renewedRemote);
+    IndexInvariants.check(router.predictions().index());
+  }
+
   /** With a budget far below the workload, the index never holds more and stays consistent. */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
