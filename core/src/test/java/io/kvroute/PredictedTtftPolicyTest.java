@@ -460,4 +460,58 @@ class PredictedTtftPolicyTest {
     PredictedTtftPolicy.learnFullFromReport(c, 0, m);
     return m.filled;
   }
+
+  /**
+   * The cap on requests served is {@code (1 + loadSlack)} times the mean share, {@code 1.25 / n} by default: with 6
+   * candidates 0.2083, so a share of 0.21 is past it and 0.20 is not; shares are taken over their sum (a window not
+   * yet filled sums to less than 1), so 0.105 of 0.5 is past it too. One candidate is never past its share (1 of 1).
+   */
+  @Test
+  void aWorkerIsPastItsShareAboveTheSlackTimesTheMeanShare() {
+    assertTrue(PredictedTtftPolicy.pastItsShare(0.21, 1, 6, 0.25));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0.20, 1, 6, 0.25));
+    assertTrue(PredictedTtftPolicy.pastItsShare(0.105, 0.5, 6, 0.25));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0.3, 0.5, 2, 0.25), "0.6 of 2: under 0.625");
+    assertTrue(!PredictedTtftPolicy.pastItsShare(1, 1, 1, 0.25));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0, 0, 3, 0.25), "nothing served yet");
+  }
+
+  /**
+   * {@code n} idle workers (2 to 6, by seed); the first holds 30 of the prompt's 32 blocks, the others nothing,
+   * with room (a copy evicts nothing). The holder costs 32 tokens, a copy 512, and no instantaneous bound fires
+   * (nothing is active), so without a bound on requests served every request goes to the holder. With it: the first
+   * learning window of 64 selections all do (a shorter history is not evidence), and then the holder is passed over
+   * whenever its share of the recent selections exceeds 1.25 / n, so over the last 1,000 of 5,000 selections it
+   * gets that cap's share of them (the exponential share oscillates about the cap).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aWorkerPastItsShareOfTheRequestsServedIsPassedOver(long seed) {
+    int n = 2 + (int) (seed % 5);
+    Worker[] workers = new Worker[n];
+    for (int w = 0; w < n; w++) {
+      workers[w] = Worker.of(WorkerId.of("w" + w));
+    }
+    RouterPolicy policy = RouterPolicy.predictedTtft();
+    int toHolder = 0;
+    for (int i = 0; i < 5_000; i++) {
+      Candidates c = new Candidates();
+      c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+      for (int w = 0; w < n; w++) {
+        c.add(workers[w], w == 0 ? 30 : 0, w == 0 ? 30 : 0, 600, null);
+      }
+      c.admit(new SplittableRandom(seed), 0);
+      for (int w = 0; w < n; w++) {
+        c.setLoad(w, 0, 0, 32, 0);
+      }
+      int choice = policy.select(c);
+      if (i < 64) {
+        assertEquals(0, choice, "selection " + i + ": before a learning window, the holder");
+      }
+      if (i >= 4_000 && choice == 0) {
+        toHolder++;
+      }
+    }
+    assertEquals(1.25 / n, toHolder / 1000.0, 0.01, n + " workers: the holder's share of the last 1,000");
+  }
 }
