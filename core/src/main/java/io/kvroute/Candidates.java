@@ -40,6 +40,9 @@ public final class Candidates {
   private @Nullable SplittableRandom random;
   private long nowNanos;
   private long[] hashes = new long[0];
+  // What the policy noted of its choice for peer replicas (see notePlacement); reset per selection.
+  private int noteWarmBlocks;
+  private boolean noteNewPrefix;
 
   Candidates() {}
 
@@ -50,6 +53,26 @@ public final class Candidates {
     this.requestTokens = requestTokens;
     this.blockSize = blockSize;
     this.requestBlocks = requestTokens / blockSize;
+    this.noteWarmBlocks = 0;
+    this.noteNewPrefix = false;
+  }
+
+  /**
+   * A built-in policy notes what its choice taught it, for peer replicas' policies to learn the same (see
+   * {@link PeerLearning}): the prompt's blocks it counted as a warm prefix on the chosen worker, and whether it
+   * placed a new prefix there. Package-private: only the router's own policies call it.
+   */
+  void notePlacement(int warmBlocks, boolean newPrefix) {
+    this.noteWarmBlocks = Math.max(0, Math.min(warmBlocks, requestBlocks));
+    this.noteNewPrefix = newPrefix;
+  }
+
+  int noteWarmBlocks() {
+    return noteWarmBlocks;
+  }
+
+  boolean noteNewPrefix() {
+    return noteNewPrefix;
   }
 
   /** Called under the router's admission lock, before the loads are filled in. */

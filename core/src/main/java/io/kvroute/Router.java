@@ -108,7 +108,8 @@ public final class Router {
     }
     this.registry = new WorkerRegistry(new RegistryHooks(), listener);
     this.eventSink = new RegisteredWorkersSink();
-    this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker);
+    this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker,
+        policy instanceof PeerLearning learning ? learning : null);
     if (b.sharedLoad != SharedLoad.NONE) {
       b.sharedLoad.start(remote);
     }
@@ -253,7 +254,7 @@ public final class Router {
       scratch.warming = null; // a thread's scratch outlives routers: it keeps no index reachable
     }
     int touched = count == 0 ? 0 : indexer.matchLocked(hashes, count, scratch.main);
-    int touchedPredicted = predictions.match(hashes, count, scratch.predicted);
+    int touchedPredicted = predictions.match(hashes, count, scratch.predicted, scratch.sampling);
     try {
       Routing routing = admit(request, hashes, count, scratch);
       listener.onRouted(routing);
@@ -418,7 +419,8 @@ public final class Router {
     if (predicted) {
       predictions.record(chosen, booked, count, depth(scratch.predicted.depth, chosen.predictedSlot), now);
     }
-    admission.shareBooking(routing, predicted && count > 0);
+    admission.shareBooking(routing, predicted && count > 0, policy instanceof PeerLearning,
+        Math.min(candidates.noteWarmBlocks(), count), candidates.noteNewPrefix());
     return routing;
   }
 
@@ -803,6 +805,7 @@ public final class Router {
     final Candidates candidates = new Candidates();
     final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
     final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
+    final Predictions.Sampling sampling = new Predictions.Sampling();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {
