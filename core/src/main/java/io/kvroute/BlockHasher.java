@@ -206,6 +206,36 @@ public final class BlockHasher {
     return blocks;
   }
 
+  /** Told of block 0's sequence hash as soon as it is hashed, before the rest of the prompt. */
+  interface FirstBlock {
+    /** Block 0's sequence hash is {@code sequenceHash}. */
+    void hashed(long sequenceHash);
+  }
+
+  /**
+   * {@link #sequenceHashes(int[], int, String, long[][], long[])}, telling {@code first} of block 0's hash before
+   * the other blocks are hashed, so that the caller can start loading what it will look up first (a memory
+   * latency that then overlaps with the hashing instead of following it). Only the base model's 16-token blocks
+   * without extra keys are hashed in two parts; any other prompt is hashed whole and {@code first} is not called.
+   * For a prompt with a negative token at an odd index, the hash {@code first} gets is not block 0's (the portable
+   * loop hashes such prompts again afterwards): it is a hint, never an answer.
+   */
+  int sequenceHashes(int[] tokens, int length, @Nullable String loraName, long @Nullable [][] blockExtraKeys,
+      long[] out, FirstBlock first) {
+    int blocks = length / blockSize;
+    if (blockExtraKeys != null || blockSize != 16 || !IntWords.AVAILABLE || (loraName != null && !loraName.isEmpty())
+        || length < 0 || length > tokens.length || out.length < blocks || blocks == 0) {
+      return sequenceHashes(tokens, length, loraName, blockExtraKeys, out); // and its argument checks
+    }
+    boolean words = Xxh3.sequence16Base(tokens, 1, out);
+    first.hashed(out[0]);
+    words &= blocks == 1 || Xxh3.sequence16BaseFrom(tokens, 1, blocks, out);
+    if (!words) {
+      Xxh3.sequence16(tokens, blocks, SEED, SEED, out);
+    }
+    return blocks;
+  }
+
   /**
    * Returns the sequence hashes of every full block of {@code tokens}, for the base model.
    *

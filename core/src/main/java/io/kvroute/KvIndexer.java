@@ -746,6 +746,15 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
+   * Starts loading the probe slots a match of a prompt whose block 0 has this sequence hash reads first, without
+   * the lock, while the rest of the prompt is hashed; only a hint (racy reads, each index bounded by the array it
+   * was read from): the match reads them again under the read lock.
+   */
+  long warmFirstBlock(long sequenceHash) {
+    return entries.touchSeq(sequenceHash);
+  }
+
+  /**
    * Fills {@code scratch} with each slot's matched depth under the read lock and returns the number of slots
    * touched; for the router's hot path. The caller must call {@code scratch.reset(touched)} when done.
    */

@@ -243,7 +243,16 @@ public final class Router {
     }
     SelectScratch scratch = SCRATCH.get();
     long[] hashes = scratch.hashes(tokens.length / blockSize);
-    int count = hasher.sequenceHashes(tokens, tokens.length, request.loraName(), request.blockExtraKeys(), hashes);
+    // Block 0's probe slots start loading as soon as its hash is known, so that their cache miss (all that a
+    // miss's match waits for) overlaps with hashing the rest of the prompt.
+    scratch.warming = indexer;
+    int count;
+    try {
+      count = hasher.sequenceHashes(tokens, tokens.length, request.loraName(), request.blockExtraKeys(), hashes,
+          scratch);
+    } finally {
+      scratch.warming = null; // a thread's scratch outlives routers: it keeps no index reachable
+    }
     int touched = count == 0 ? 0 : indexer.matchLocked(hashes, count, scratch.main);
     int touchedPredicted = predictions.match(hashes, count, scratch.predicted, scratch.sampling);
     try {
@@ -787,9 +796,11 @@ public final class Router {
     }
   }
 
-  /** Per-thread buffers for one selection. */
-  private static final class SelectScratch {
+  /** Per-thread buffers for one selection; as the hasher's first-block hook, warms the index for the match. */
+  private static final class SelectScratch implements BlockHasher.FirstBlock {
     private long[] hashes = new long[256];
+    private @Nullable KvIndexer warming; // the index the prompt being hashed will be matched against
+    private long warmed; // keeps the warming loads from being optimised away
     private WorkerRegistry.WorkerState[] candidateStates = new WorkerRegistry.WorkerState[8];
     final Candidates candidates = new Candidates();
     final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
@@ -801,6 +812,14 @@ public final class Router {
         candidateStates = new WorkerRegistry.WorkerState[Math.max(workers, candidateStates.length * 2)];
       }
       return candidateStates;
+    }
+
+    @Override
+    public void hashed(long sequenceHash) {
+      KvIndexer index = warming;
+      if (index != null) {
+        warmed += index.warmFirstBlock(sequenceHash);
+      }
     }
 
     long[] hashes(int blocks) {

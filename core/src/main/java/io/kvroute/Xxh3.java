@@ -127,7 +127,7 @@ final class Xxh3 {
    * the words it reads to check that, 8 ORs per block instead of 24 shifts, ANDs and adds. The caller has
    * range-checked both arrays.
    */
-  private static boolean sequence16Base(int[] t, int blocks, long[] out) {
+  static boolean sequence16Base(int[] t, int blocks, long[] out) {
     long at = IntWords.BASE;
     long w0 = IntWords.get(t, at);
     long w1 = IntWords.get(t, at + 8);
@@ -142,6 +142,41 @@ final class Xxh3 {
         + mulFold(w4 ^ B6, w5 ^ B7, B6, B7) + mulFold(w6 ^ B2, w7 ^ B3, B2, B3));
     out[0] = previous;
     for (int b = 1; b < blocks; b++) {
+      at += 64;
+      // Each pair mixed as soon as it is read, so that few words are live at once (16 registers).
+      long m0 = IntWords.get(t, at);
+      long m1 = IntWords.get(t, at + 8);
+      long acc = 64 * PRIME64_1 + mulFold(m0 ^ B0, m1 ^ B1, B0, B1);
+      long s = m0 | m1;
+      long m2 = IntWords.get(t, at + 16);
+      long m3 = IntWords.get(t, at + 24);
+      acc += mulFold(m2 ^ B4, m3 ^ B5, B4, B5);
+      s |= m2 | m3;
+      long m4 = IntWords.get(t, at + 32);
+      long m5 = IntWords.get(t, at + 40);
+      acc += mulFold(m4 ^ B6, m5 ^ B7, B6, B7);
+      s |= m4 | m5;
+      long m6 = IntWords.get(t, at + 48);
+      long m7 = IntWords.get(t, at + 56);
+      acc += mulFold(m6 ^ B2, m7 ^ B3, B2, B3);
+      signs |= s | m6 | m7;
+      previous = hash16(previous, avalanche(acc), BlockHasher.SEED);
+      out[b] = previous;
+    }
+    return signs >= 0;
+  }
+
+  /**
+   * {@link #sequence16Base} for blocks {@code [from, to)}, {@code from >= 1}, chaining onto {@code out[from - 1]}:
+   * a prompt hashed in two parts gets the hashes it would get whole. The same loop as there, kept separate: one
+   * method for both (block 0 peeled when {@code from} is 0) made whole-prompt hashing 30 % slower. The caller has
+   * range-checked both arrays for {@code to} blocks.
+   */
+  static boolean sequence16BaseFrom(int[] t, int from, int to, long[] out) {
+    long at = IntWords.BASE + (from - 1) * 64L;
+    long signs = 0;
+    long previous = out[from - 1];
+    for (int b = from; b < to; b++) {
       at += 64;
       // Each pair mixed as soon as it is read, so that few words are live at once (16 registers).
       long m0 = IntWords.get(t, at);

@@ -54,6 +54,49 @@ class SequenceHashDifferentialTest {
     }
   }
 
+  /**
+   * The router's path, which hashes block 0, tells a hook its hash, then hashes the rest: the same reference chain,
+   * and the hook called once with block 0's final hash when the prompt takes the word loop (base model, no negative
+   * token at an odd index), never with a LoRA adapter (those prompts are hashed whole).
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void hashingInTwoPartsEqualsTheReferenceChain(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed ^ 0x5eed);
+    int blocks = BLOCKS[random.nextInt(BLOCKS.length)];
+    int[] tokens = new int[blocks * 16 + random.nextInt(16)];
+    boolean fullRange = random.nextInt(3) == 0;
+    for (int i = 0; i < tokens.length; i++) {
+      tokens[i] = fullRange ? random.nextInt() : random.nextInt(128_256);
+    }
+    if (!fullRange && blocks > 0 && random.nextBoolean()) {
+      tokens[2 * random.nextInt(tokens.length / 2) + 1] = -1 - random.nextInt(1000); // the portable loop's case
+    }
+    String lora = random.nextInt(4) == 0 ? "lora-" + random.nextInt(1000) : null;
+    long[] out = new long[blocks + random.nextInt(3)];
+    long[] told = new long[2]; // calls, last hash
+    assertEquals(blocks, HASHER.sequenceHashes(tokens, tokens.length, lora, null, out, h -> {
+      told[0]++;
+      told[1] = h;
+    }));
+    LongHashFunction local = LongHashFunction.xx3(BlockHasher.seedFor(lora));
+    long previous = 0;
+    for (int b = 0; b < blocks; b++) {
+      long l = local.hashInts(tokens, b * 16, 16);
+      previous = b == 0 ? l : CHAIN.hashBytes(
+          ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(previous).putLong(l).array());
+      assertEquals(previous, out[b], name + ": block " + b + " of " + blocks + ", lora " + lora);
+    }
+    boolean negativeOdd = false;
+    for (int i = 1; i < blocks * 16; i += 2) {
+      negativeOdd |= tokens[i] < 0;
+    }
+    assertEquals(lora == null && blocks > 0 ? 1 : 0, told[0], name + ": hook calls");
+    if (told[0] == 1 && !negativeOdd) {
+      assertEquals(out[0], told[1], name + ": the hook got block 0's hash");
+    }
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("seeds")
   void equalsTheBlockByBlockPath(String name, long seed) {
