@@ -106,11 +106,17 @@ public final class Candidates {
       approximate = Arrays.copyOf(approximate, n);
     }
     int i = size++;
-    workers[i] = worker;
+    // A reference is stored only when it changed since the previous selection (see clear): most selections see
+    // the same workers and loads in the same order, and a reference store costs a GC write barrier.
+    if (workers[i] != worker) {
+      workers[i] = worker;
+    }
     overlap[i] = overlapBlocks;
     gpuOverlap[i] = gpuOverlapBlocks;
     cached[i] = cachedBlocks;
-    engineLoads[i] = load;
+    if (engineLoads[i] != load) {
+      engineLoads[i] = load;
+    }
     costs[i] = Double.NaN;
     health[i] = (byte) HealthState.HEALTHY.ordinal();
     approximate[i] = approximateMode;
@@ -158,7 +164,9 @@ public final class Candidates {
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
-    holders[i] = histogram;
+    if (holders[i] != histogram) {
+      holders[i] = histogram;
+    }
   }
 
   /**
@@ -178,9 +186,12 @@ public final class Candidates {
     return holders[check(i)][h];
   }
 
+  /**
+   * Ends a selection. The worker, engine-load and holder references stay in place, to be compared with the next
+   * selection's instead of stored again (a removed worker's {@link Worker} and a replaced {@link EngineLoad} stay
+   * reachable from this thread's scratch until a later selection overwrites them, or {@link #remove} drops them).
+   */
   void clear() {
-    Arrays.fill(workers, 0, size, null);
-    Arrays.fill(engineLoads, 0, size, null);
     request = null;
     random = null;
     size = 0;
