@@ -803,7 +803,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
 
   /**
    * A peer replica's selection teaches this policy what its own would (see {@link PeerLearning}): an arrival (the
-   * arrival rate behind the externality counts every replica's requests), the worker's share of the selections,
+   * arrival rate behind the externality counts every replica's requests), the worker's shares of the selections
+   * (recent, and served over the long window of {@link #pastItsShare}, whose selection count includes the peers'),
    * its warm prefix and a new prefix's placement. What it cannot learn from a booking is the time model: that is
    * fitted from this replica's own first tokens (a 1/N sample of the same workers' behaviour).
    */
@@ -811,14 +812,17 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   public synchronized void peerBooked(WorkerId worker, int warmBlocks, long warmKey, boolean newPrefix,
       long nowNanos) {
     learnArrivalGap(nowNanos);
+    selections++; // a selection of the fleet's: the served-share window counts it (see pastItsShare)
     Model chosen = models.get(worker);
     if (chosen == null) {
       chosen = model(worker, selections);
     }
     for (Model m : models.values()) {
       m.routedShare *= keep;
+      m.servedShare *= servedKeep;
     }
     chosen.routedShare += 1 - keep;
+    chosen.servedShare += 1 - servedKeep;
     if (warmBlocks > 0) {
       chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
     }

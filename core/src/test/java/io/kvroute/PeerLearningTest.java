@@ -162,7 +162,7 @@ class PeerLearningTest {
     }
     List<int[]> prefixes = new ArrayList<>();
     List<WorkerId> chosen = new ArrayList<>();
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 160; i++) { // past predictedTtft's learning window (64), where its served-share bound acts
       int[] prefix;
       if (prefixes.isEmpty() || random.nextInt(3) == 0) {
         prefix = Fixtures.prompt(random.nextLong(), BLOCK * (4 + random.nextInt(6)));
