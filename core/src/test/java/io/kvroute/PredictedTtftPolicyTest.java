@@ -460,4 +460,82 @@ class PredictedTtftPolicyTest {
     PredictedTtftPolicy.learnFullFromReport(c, 0, m);
     return m.filled;
   }
+
+  /**
+   * The cap on requests served is {@code (1 + loadSlack)} times the mean share, {@code 1.25 / n} by default: with 6
+   * candidates 0.2083, so with ample evidence (10^9 selections weighed) a share of 0.21 is past it and 0.20 is not;
+   * shares are taken over their sum (a window not yet filled sums to less than 1), so 0.105 of 0.5 is past it too.
+   * One candidate is never past its share (1 of 1). The excess over the mean must also be two standard errors of the
+   * share, 2 x sqrt((1/6)(5/6) / weighed): a share of 0.25 is past the cap, and 0.083 over the mean, which is
+   * evidence over 1,000 selections (2 x 0.0118) but not over 66 (2 x 0.0459 = 0.092).
+   */
+  @Test
+  void aWorkerIsPastItsShareAboveTheSlackTimesTheMeanShareWhenTheExcessIsEvidence() {
+    double ample = 1e9;
+    assertTrue(PredictedTtftPolicy.pastItsShare(0.21, 1, 6, 0.25, ample));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0.20, 1, 6, 0.25, ample));
+    assertTrue(PredictedTtftPolicy.pastItsShare(0.105, 0.5, 6, 0.25, ample));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0.3, 0.5, 2, 0.25, ample), "0.6 of 2: under 0.625");
+    assertTrue(!PredictedTtftPolicy.pastItsShare(1, 1, 1, 0.25, ample));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0, 0, 3, 0.25, ample), "nothing served yet");
+    assertTrue(PredictedTtftPolicy.pastItsShare(0.25, 1, 6, 0.25, 1000));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0.25, 1, 6, 0.25, 66));
+    assertTrue(!PredictedTtftPolicy.pastItsShare(0.25, 1, 6, 0.25, 0), "no selection weighed");
+  }
+
+  /**
+   * An exponential window weighs its weights' {@code (sum w)^2 / sum w^2} selections: one selection weighs 1, two
+   * with weights 1 and k weigh (1 + k)^2 / (1 + k^2), and a filled window (1 + k) / (1 - k), 1,023 for k = 1 -
+   * 1/512; with k = 1 every selection weighs fully (the limit, t).
+   */
+  @Test
+  void anExponentialWindowWeighsTheSumOfItsWeightsSquaredOverTheirSquares() {
+    double k = 1 - 1.0 / 512;
+    assertEquals(1, PredictedTtftPolicy.weighedSelections(k, 1), 1e-9);
+    assertEquals((1 + k) * (1 + k) / (1 + k * k), PredictedTtftPolicy.weighedSelections(k, 2), 1e-9);
+    assertEquals((1 + k) / (1 - k), PredictedTtftPolicy.weighedSelections(k, 100_000), 1e-6);
+    assertEquals(66, PredictedTtftPolicy.weighedSelections(1 - 1e-9, 66), 1e-3);
+    assertEquals(0, PredictedTtftPolicy.weighedSelections(k, 0));
+  }
+
+  /**
+   * {@code n} idle workers (2 to 6, by seed); the first holds 30 of the prompt's 32 blocks, the others nothing,
+   * with room (a copy evicts nothing). The holder costs 32 tokens, a copy 512, and no instantaneous bound fires
+   * (nothing is active), so without a bound on requests served every request goes to the holder. With it: the first
+   * learning window of 64 selections all do (the least history the policy learns from), and once the window is
+   * filled the holder is passed over whenever its share of the recent selections
+   * exceeds 1.25 / n (the cap's allowance is more than two standard errors of a filled window's share, so the cap
+   * decides), so over the last 1,000 of 5,000 selections it gets that cap's share of them (the exponential share
+   * oscillates about the cap).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aWorkerPastItsShareOfTheRequestsServedIsPassedOver(long seed) {
+    int n = 2 + (int) (seed % 5);
+    Worker[] workers = new Worker[n];
+    for (int w = 0; w < n; w++) {
+      workers[w] = Worker.of(WorkerId.of("w" + w));
+    }
+    RouterPolicy policy = RouterPolicy.predictedTtft();
+    int toHolder = 0;
+    for (int i = 0; i < 5_000; i++) {
+      Candidates c = new Candidates();
+      c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+      for (int w = 0; w < n; w++) {
+        c.add(workers[w], w == 0 ? 30 : 0, w == 0 ? 30 : 0, 600, null);
+      }
+      c.admit(new SplittableRandom(seed), 0);
+      for (int w = 0; w < n; w++) {
+        c.setLoad(w, 0, 0, 32, 0);
+      }
+      int choice = policy.select(c);
+      if (i < 64) {
+        assertEquals(0, choice, "selection " + i + ": before a learning window, the holder");
+      }
+      if (i >= 4_000 && choice == 0) {
+        toHolder++;
+      }
+    }
+    assertEquals(1.25 / n, toHolder / 1000.0, 0.01, n + " workers: the holder's share of the last 1,000");
+  }
 }
