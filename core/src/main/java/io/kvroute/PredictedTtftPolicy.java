@@ -23,7 +23,8 @@ import java.util.Objects;
  *       and the load bound already count.
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
  *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
- *       its last holder, from the router's count of active blocks by holder number). The cache size is the
+ *       its last holder, from the router's count of active blocks by holder number; at least one whole finish,
+ *       see {@link #atLeastOneFinish}). The cache size is the
  *       largest cached tree seen, which is known to be the capacity once the tree shrank (an eviction) or the
  *       engine reported waiting requests with fewer free blocks than a prompt needs (it waits for memory, see
  *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
@@ -36,7 +37,8 @@ import java.util.Objects;
  *       (see {@code evictedShare}).
  * </ul>
  * The cost also charges what a choice costs the other requests (marginal-cost routing): the delay its prefill adds
- * to those that arrive at the worker and wait behind it ({@link #externality}), and, when the prompt's longest
+ * to those that arrive at the worker and wait behind it ({@link #externality}), the delay its KV blocks beyond a full
+ * cache add to them ({@link #memoryExternality}), and, when the prompt's longest
  * cached prefix is reused for the first time at a full holder, the room the holder's copy keeps taking once a copy
  * elsewhere leaves it without users ({@link #holderCopyGoesStale}).
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
