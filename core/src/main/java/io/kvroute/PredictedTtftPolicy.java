@@ -875,8 +875,10 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
     for (Model m : models.values()) {
       m.routedShare *= keep;
+      m.servedShare *= servedKeep;
     }
     chosen.routedShare += 1 - keep;
+    chosen.servedShare += 1 - servedKeep; // the peer's request is load this worker serves too (see pastItsShare)
     if (warmBlocks > 0) {
       chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
     }
