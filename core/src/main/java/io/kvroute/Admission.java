@@ -128,14 +128,22 @@ final class Admission {
     return true;
   }
 
-  /** Tells the shared-load port of a booking; under the lock, after {@link #book}. */
-  void shareBooking(Routing routing, boolean predicted) {
+  /**
+   * Tells the shared-load port of a booking; under the lock, after {@link #book}. With {@code noted} (the policy
+   * learns from peers' bookings, {@link PeerLearning}) it passes the policy's note along, else the note-less form.
+   */
+  void shareBooking(Routing routing, boolean predicted, boolean noted, int warmBlocks, boolean newPrefix) {
     if (shared == SharedLoad.NONE) {
       return;
     }
     try {
-      shared.booked(routing.bookingId, routing.state().worker.id(), routing.bookedPrefillTokens, routing.hashes,
-          routing.hashCount, predicted);
+      if (noted) {
+        shared.booked(routing.bookingId, routing.state().worker.id(), routing.bookedPrefillTokens, routing.hashes,
+            routing.hashCount, predicted, warmBlocks, newPrefix);
+      } else {
+        shared.booked(routing.bookingId, routing.state().worker.id(), routing.bookedPrefillTokens, routing.hashes,
+            routing.hashCount, predicted);
+      }
     } catch (RuntimeException e) {
       sharedThrew(e);
     }

@@ -40,6 +40,9 @@ public final class Candidates {
   private @Nullable SplittableRandom random;
   private long nowNanos;
   private long[] hashes = new long[0];
+  // What the policy noted of its choice for peer replicas (see notePlacement); reset per selection.
+  private int noteWarmBlocks;
+  private boolean noteNewPrefix;
 
   Candidates() {}
 
@@ -50,6 +53,26 @@ public final class Candidates {
     this.requestTokens = requestTokens;
     this.blockSize = blockSize;
     this.requestBlocks = requestTokens / blockSize;
+    this.noteWarmBlocks = 0;
+    this.noteNewPrefix = false;
+  }
+
+  /**
+   * A built-in policy notes what its choice taught it, for peer replicas' policies to learn the same (see
+   * {@link PeerLearning}): the prompt's blocks it counted as a warm prefix on the chosen worker, and whether it
+   * placed a new prefix there. Package-private: only the router's own policies call it.
+   */
+  void notePlacement(int warmBlocks, boolean newPrefix) {
+    this.noteWarmBlocks = Math.max(0, Math.min(warmBlocks, requestBlocks));
+    this.noteNewPrefix = newPrefix;
+  }
+
+  int noteWarmBlocks() {
+    return noteWarmBlocks;
+  }
+
+  boolean noteNewPrefix() {
+    return noteNewPrefix;
   }
 
   /** Called under the router's admission lock, before the loads are filled in. */
@@ -83,11 +106,17 @@ public final class Candidates {
       approximate = Arrays.copyOf(approximate, n);
     }
     int i = size++;
-    workers[i] = worker;
+    // A reference is stored only when it changed since the previous selection (see clear): most selections see
+    // the same workers and loads in the same order, and a reference store costs a GC write barrier.
+    if (workers[i] != worker) {
+      workers[i] = worker;
+    }
     overlap[i] = overlapBlocks;
     gpuOverlap[i] = gpuOverlapBlocks;
     cached[i] = cachedBlocks;
-    engineLoads[i] = load;
+    if (engineLoads[i] != load) {
+      engineLoads[i] = load;
+    }
     costs[i] = Double.NaN;
     health[i] = (byte) HealthState.HEALTHY.ordinal();
     approximate[i] = approximateMode;
@@ -135,7 +164,9 @@ public final class Candidates {
     prefill[i] = prefillTokens;
     decode[i] = decodeBlocks;
     active[i] = activeRequests;
-    holders[i] = histogram;
+    if (holders[i] != histogram) {
+      holders[i] = histogram;
+    }
   }
 
   /**
@@ -155,9 +186,12 @@ public final class Candidates {
     return holders[check(i)][h];
   }
 
+  /**
+   * Ends a selection. The worker, engine-load and holder references stay in place, to be compared with the next
+   * selection's instead of stored again (a removed worker's {@link Worker} and a replaced {@link EngineLoad} stay
+   * reachable from this thread's scratch until a later selection overwrites them, or {@link #remove} drops them).
+   */
   void clear() {
-    Arrays.fill(workers, 0, size, null);
-    Arrays.fill(engineLoads, 0, size, null);
     request = null;
     random = null;
     size = 0;

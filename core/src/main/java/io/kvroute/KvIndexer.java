@@ -50,18 +50,19 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <h2>Memory</h2>
- * Entries live in flat primitive tables (about 60 bytes per entry at full capacity, see {@link IndexStats}). When
+ * Entries live in flat primitive tables (about 64 bytes per entry at full capacity, see {@link IndexStats}). When
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
  * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once. The tables and the
  * match loop are in the package-private {@code PrefixTable}; this class holds the event rules and the locking.
  */
 public final class KvIndexer implements KvEventSink, KvIndex {
-  /** The default entry budget: 4 Mi entries, about 200 MB at full use. */
+  /** The default entry budget: 4 Mi entries, about 270 MB at full use. */
   public static final int DEFAULT_MAX_ENTRIES = 4 * 1024 * 1024;
   /** The default bound on distinct workers (worker name and rank pairs). */
   public static final int DEFAULT_MAX_WORKERS = 16_384;
 
   private static final int NIL = PrefixTable.NIL;
+  private static final int UNRESOLVED = -2; // a slot not looked up yet
   private static final int TIERS = PrefixTable.TIERS;
   // Blocks of small events applyAll applies per hold of the write lock. A block costs 0.1 to 0.3 us to apply once
   // its index lines are in cache, so a chunk holds readers back a few microseconds at most, and a chunk's
@@ -99,6 +100,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private int[] chunkTiers = new int[64]; // the chunk's removals: worker-tier, engine hash, entry found
   private long[] chunkRemoved = new long[64];
   private int[] chunkEntries = new int[64];
+  private int chunkHints; // chunkEntries[0, chunkHints) hold the entries prepare found for the chunk's removals
   private long chunkSink;
   private long storedBlocks;
   private long removedBlocks;
@@ -270,8 +272,21 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     long stamp = writeLockSpinning();
     int evictedBefore = (int) entries.evictedEntries;
     try {
+      // A run of removals looks the worker's slot up once (only a store or a clear can change it: they register
+      // the worker or empty its slot), and each removal starts from the entry prepare found for its block.
+      int hint = 0;
+      int removalSlot = UNRESOLVED;
       for (int i = from; i < to; i++) {
-        applyLocked(worker, events, i, chunkLocalsAt[i - from]);
+        if (events.kind(i) == KvEventColumns.REMOVED) {
+          if (removalSlot == UNRESOLVED) {
+            removalSlot = slots.getInt(worker);
+          }
+          applyRemoved(worker, events, i, removalSlot, hint);
+          hint += events.blocks(i);
+        } else {
+          applyLocked(worker, events, i, chunkLocalsAt[i - from]);
+          removalSlot = UNRESOLVED;
+        }
       }
     } finally {
       lock.unlockWrite(stamp);
@@ -380,8 +395,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         removals += events.blocks(i);
       }
     }
-    if (chunkRemoved.length < removals) {
-      int grown = Math.max(removals, chunkRemoved.length * 2);
+    chunkHints = 0;
+    int keys = removals + locals; // removed blocks first, then the stores' blocks
+    if (chunkRemoved.length < keys) {
+      int grown = Math.max(keys, chunkRemoved.length * 2);
       chunkRemoved = new long[grown];
       chunkTiers = new int[grown];
       chunkEntries = new int[grown];
@@ -395,6 +412,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       long sink = 0;
       int r = 0;
+      int s = removals;
       for (int k = 0; k < count; k++) {
         int i = from + k;
         if (events.kind(i) == KvEventColumns.REMOVED) {
@@ -404,10 +422,16 @@ public final class KvIndexer implements KvEventSink, KvIndex {
             chunkRemoved[r++] = hashes[h];
           }
         } else if (chunkLocalsAt[k] >= 0) {
+          int slotTier = slot * TIERS + events.tierOrdinal(i);
+          for (int h = events.hashStart(i), end = events.hashStart(i + 1); h < end; h++) {
+            chunkTiers[s] = slotTier;
+            chunkRemoved[s++] = hashes[h];
+          }
           sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
-      chunkSink = sink + entries.touchRemovals(chunkTiers, chunkRemoved, chunkEntries, r);
+      chunkSink = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
+      chunkHints = r;
     } finally {
       lock.unlockRead(stamp);
     }
@@ -423,15 +447,14 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Touches a store's engine buckets, and, from its parent's sequence hash (an earlier store of the chunk or the
-   * index), the sequence buckets its blocks will join; caller holds the shared lock.
+   * Touches, from a store's parent's sequence hash (an earlier store of the chunk or the index), the sequence
+   * buckets its blocks will join; caller holds the shared lock. (Its engine chains are touched with the chunk's.)
    */
   private long touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
     int tier = events.tierOrdinal(i);
     long[] hashes = events.hashes();
-    int first = events.hashStart(i);
     int blocks = events.blocks(i);
-    long sink = entries.touchEngine(slot * TIERS + tier, hashes, first, blocks);
+    long sink = 0;
     chunkSeqKnown[k] = false;
     boolean atRoot = !events.hasParent(i);
     long parentHash = events.parent(i);
@@ -475,7 +498,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     if (kind == KvEventColumns.STORED) {
       applyStored(worker, events, i, localsAt);
     } else if (kind == KvEventColumns.REMOVED) {
-      applyRemoved(worker, events, i);
+      applyRemoved(worker, events, i, slots.getInt(worker), -1);
     } else {
       int slot = slots.getInt(worker);
       if (slot != NIL) {
@@ -556,7 +579,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         previous = entries.seqOf(parent);
       }
     }
-    entries.prefetchEngineChains(slotTier, hashes, first, blocks);
+    boolean prepared = localsAt >= 0; // prepare touched this store's engine chains and sequence runs
+    if (!prepared) {
+      entries.prefetchEngineChains(slotTier, hashes, first, blocks);
+    }
     long[] seqs = null;
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
@@ -571,7 +597,9 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         seqs[b] = atRoot && b == 0 ? local : BlockHasher.sequenceHash(previous, local);
         previous = seqs[b];
       }
-      entries.prefetchSeqChains(seqs, blocks);
+      if (!prepared) {
+        entries.prefetchSeqChains(seqs, blocks);
+      }
     }
     int orphans = 0;
     for (int b = 0; b < blocks; b++) {
@@ -656,8 +684,12 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     return null;
   }
 
-  private void applyRemoved(WorkerId worker, KvEventColumns events, int i) {
-    int slot = slots.getInt(worker);
+  /**
+   * Applies removal {@code i} of the worker in {@code slot} (NIL if unknown); the caller holds the write lock.
+   * {@code hintsAt} is where this event's blocks start among the removed blocks prepare touched (their entries,
+   * as found then, are in {@code chunkEntries}), or -1 for none.
+   */
+  private void applyRemoved(WorkerId worker, KvEventColumns events, int i, int slot, int hintsAt) {
     int blocks = events.blocks(i);
     if (slot == NIL) {
       unknownRemovals += blocks;
@@ -669,8 +701,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     int slotTier = slot * TIERS + events.tierOrdinal(i);
     long[] hashes = events.hashes();
     int unknown = 0;
-    for (int h = events.hashStart(i), end = h + blocks; h < end; h++) {
-      if (entries.release(slotTier, hashes[h])) {
+    int[] found = chunkEntries;
+    int hints = hintsAt < 0 ? 0 : Math.max(0, Math.min(blocks, chunkHints - hintsAt));
+    for (int b = 0, h = events.hashStart(i); b < blocks; b++, h++) {
+      if (entries.release(slotTier, hashes[h], b < hints ? found[hintsAt + b] : NIL)) {
         removedBlocks++;
       } else {
         unknown++;

@@ -197,7 +197,7 @@ final class Policies {
     }
   }
 
-  static final class CacheAffinity implements RouterPolicy {
+  static final class CacheAffinity implements RouterPolicy, PeerLearning {
     private static final double PLACEMENT_DECAY = 0.98;
     private static final long FRESH_LOAD_NANOS = 2_000_000_000L; // engine reports older than this are ignored
     private final CacheAffinityConfig config;
@@ -259,8 +259,21 @@ final class Policies {
       }
       placements.forgetAllBut(c);
       recordPlacement(c.worker(home).id());
+      c.notePlacement(0, true);
       return home;
     }
+
+    /** A peer replica's placement of a new prefix counts as this router's own (see {@link PeerLearning}). */
+    @Override
+    public synchronized void peerBooked(WorkerId worker, int warmBlocks, long warmKey, boolean newPrefix,
+        long nowNanos) {
+      if (newPrefix) {
+        recordPlacement(worker);
+      }
+    }
+
+    @Override
+    public void peerStepEnded(WorkerId worker, long nowNanos) {}
 
     /**
      * Whether candidate {@code i} is overloaded: its engine recently reported waiting requests, its cache could not

@@ -62,7 +62,7 @@ import java.util.Objects;
  * that took the fewest new prefixes lately, then by rendezvous hash of the prefix, so that copies and new prefixes
  * land consistently rather than wherever is least busy.
  */
-final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
+final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLearning {
   private static final double PLACEMENT_DECAY = 0.98;
   static final int MAX_PREFIXES = 4096;
   /** Pseudo-observations of the fleet's fit a worker's own fit is blended with. */
@@ -354,10 +354,12 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
       Model chosen = byCandidate[choice];
       chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
     }
-    if (blocks > 0 && 2 * hit(c, choice, maxHitBlocks) < blocks) {
+    boolean placed = blocks > 0 && 2 * hit(c, choice, maxHitBlocks) < blocks;
+    if (placed) {
       placements.forgetAllBut(c);
       placements.record(c.worker(choice).id());
     }
+    c.notePlacement(shared, placed);
     if (models.size() > 2 * n + 8) {
       forgetDeparted(sweep);
     }
@@ -823,6 +825,41 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener {
    */
   private void forgetDeparted(long sweep) {
     models.values().removeIf(m -> m.lastSeen != sweep);
+  }
+
+  /**
+   * A peer replica's selection teaches this policy what its own would (see {@link PeerLearning}): an arrival (the
+   * arrival rate behind the externality counts every replica's requests), the worker's share of the selections,
+   * its warm prefix and a new prefix's placement. What it cannot learn from a booking is the time model: that is
+   * fitted from this replica's own first tokens (a 1/N sample of the same workers' behaviour).
+   */
+  @Override
+  public synchronized void peerBooked(WorkerId worker, int warmBlocks, long warmKey, boolean newPrefix,
+      long nowNanos) {
+    learnArrivalGap(nowNanos);
+    Model chosen = models.get(worker);
+    if (chosen == null) {
+      chosen = model(worker, selections);
+    }
+    for (Model m : models.values()) {
+      m.routedShare *= keep;
+    }
+    chosen.routedShare += 1 - keep;
+    if (warmBlocks > 0) {
+      chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
+    }
+    if (newPrefix) {
+      placements.record(worker);
+    }
+  }
+
+  /** A peer's first token on the worker ends one of its engine steps, as the router's own would. */
+  @Override
+  public synchronized void peerStepEnded(WorkerId worker, long nowNanos) {
+    Model m = models.get(worker);
+    if (m != null && (m.lastStepEndAt == Long.MIN_VALUE || nowNanos - m.lastStepEndAt > 0)) {
+      m.lastStepEndAt = nowNanos;
+    }
   }
 
   @Override

@@ -59,6 +59,7 @@ final class Predictions {
   // Counters for tests and benchmarks: nodes renewed without an index write, extended, and stored whole.
   long remoteRenewed;
   long renewed;
+  long renewedRemote; // the router's own routing renewing a peer's node
   long extended;
   long storedWhole;
   // Written under the admission lock; read by selections to skip matching while nothing is predicted.
@@ -80,9 +81,135 @@ final class Predictions {
     index.removeWorker(worker);
   }
 
-  /** Matches a request against the predictions, like {@link KvIndexer#matchLocked}; any thread. */
-  int match(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
-    return count == 0 || empty ? 0 : index.matchLocked(hashes, count, scratch);
+  /**
+   * Matches a request against the predictions, like {@link KvIndexer#matchLocked} (each touched slot's depth, and
+   * its GPU depth, which is the same: predictions are stored in the GPU tier), probing a few blocks instead of all
+   * of them; any thread.
+   *
+   * <p>The prediction index is prefix-closed per worker: a worker's predicted blocks are the union of its nodes'
+   * paths from the root (a prompt is stored whole, or as the blocks it adds to a live node; a node is dropped only
+   * after its descendants), and a peer's prediction is a whole prompt (a warm-up snapshot keeps a prefix of each,
+   * see {@code Warmup}). So a worker predicted to hold block {@code i} holds every block before it, and its depth is
+   * the position of the last block it holds. The match probes the first and the last block: a worker holding both
+   * holds the whole prompt (the usual hit: a hot prompt is predicted whole on each worker it went to), one holding
+   * neither holds nothing. For the rest (a shared prefix, a conversation's earlier turn), it probes every
+   * {@code sqrt(n)}th block of the {@code n} between, then, once per distinct gap between the last sample a worker
+   * holds and the next, the blocks of that gap. A 128-block hit costs 2 probed blocks and a partial one about 24,
+   * where the full match probes all 128, each once per worker predicted to hold it. The depths are exactly the full
+   * match's ({@code PredictionsModelTest} checks every prefix of every prompt against an independent model). A
+   * concurrent store or removal between the probes can make a depth stale, as any match racing with a write.
+   */
+  int match(long[] hashes, int count, PrefixTable.MatchScratch scratch, Sampling sampling) {
+    if (count == 0 || empty) {
+      return 0;
+    }
+    if (count <= 2) {
+      return index.matchLocked(hashes, count, scratch);
+    }
+    long[] ends = sampling.samples(2);
+    ends[0] = hashes[0];
+    ends[1] = hashes[count - 1];
+    int touched = index.matchLocked(ends, 2, scratch);
+    int[] depth = scratch.depth;
+    int[] gpuDepth = scratch.gpuDepth;
+    boolean partial = false;
+    for (int i = 0; i < touched; i++) {
+      int slot = scratch.touched[i];
+      if (depth[slot] == 2) {
+        depth[slot] = count;
+        gpuDepth[slot] = count;
+      } else {
+        depth[slot] = PENDING; // holds block 0, not the last: somewhere in between
+        gpuDepth[slot] = 0;
+        partial = true;
+      }
+    }
+    if (partial) {
+      between(hashes, 1, count - 1, scratch, touched, sampling);
+    }
+    return touched;
+  }
+
+  /** {@link #match}'s mark of a slot known to hold the block before a range and not the block after it. */
+  private static final int PENDING = -1;
+
+  /**
+   * Sets the depth of every {@link #PENDING} slot among the touched ones, each known to hold block {@code from - 1}
+   * and not block {@code to}: a sample of every {@code sqrt(to - from)}th block of the range and its last, then the
+   * gap after each slot's last sample held, once per distinct gap (see {@link #match}).
+   */
+  private void between(long[] hashes, int from, int to, PrefixTable.MatchScratch scratch, int touched,
+      Sampling sampling) {
+    int[] depth = scratch.depth;
+    int[] gpuDepth = scratch.gpuDepth;
+    PrefixTable.MatchScratch gap = sampling.gap;
+    int length = to - from;
+    int stride = Math.max(1, (int) Math.sqrt(length));
+    long[] sampled = sampling.samples(length / stride + 2);
+    int m = 0;
+    for (int p = from; p < to; p += stride) {
+      sampled[m++] = hashes[p];
+    }
+    if ((to - 1 - from) % stride != 0) {
+      sampled[m++] = hashes[to - 1];
+    }
+    int gapTouched = length == 0 ? 0 : index.matchLocked(sampled, m, gap);
+    // Each pending slot matched samples [0, k): none means it ends at `from`, all means at `to`; otherwise mark it
+    // -(k + 1) until the gap after sample k - 1 is matched.
+    for (int i = 0; i < touched; i++) {
+      int slot = scratch.touched[i];
+      if (depth[slot] != PENDING) {
+        continue;
+      }
+      int k = length == 0 ? 0 : gap.depth[slot];
+      depth[slot] = k == 0 ? from : k == m ? to : -(k + 1);
+    }
+    gap.reset(gapTouched);
+    long[] run = sampling.between(stride);
+    for (int i = 0; i < touched; i++) {
+      int mark = depth[scratch.touched[i]];
+      if (mark >= 0) {
+        continue; // known, or matched with an earlier slot of the same gap
+      }
+      int k = -mark - 1;
+      int start = from + (k - 1) * stride + 1; // the block after the last sample held
+      int end = Math.min(from + k * stride, to - 1); // the first sample missed
+      int n = end - start;
+      System.arraycopy(hashes, start, run, 0, n);
+      int runTouched = n == 0 ? 0 : index.matchLocked(run, n, gap);
+      for (int j = i; j < touched; j++) {
+        int slot = scratch.touched[j];
+        if (depth[slot] == mark) {
+          depth[slot] = start + (n == 0 ? 0 : gap.depth[slot]);
+        }
+      }
+      gap.reset(runTouched);
+    }
+    for (int i = 0; i < touched; i++) {
+      int slot = scratch.touched[i];
+      gpuDepth[slot] = depth[slot];
+    }
+  }
+
+  /** Per-thread buffers of {@link #match}; not thread-safe (one per selecting thread). */
+  static final class Sampling {
+    final PrefixTable.MatchScratch gap = new PrefixTable.MatchScratch();
+    private long[] samples = new long[32];
+    private long[] between = new long[32];
+
+    long[] samples(int n) {
+      if (samples.length < n) {
+        samples = new long[Math.max(n, 2 * samples.length)];
+      }
+      return samples;
+    }
+
+    long[] between(int n) {
+      if (between.length < n) {
+        between = new long[Math.max(n, 2 * between.length)];
+      }
+      return between;
+    }
   }
 
   /** Predicted entries of the worker in {@code slot}; racy read, for tie-breaking. */
@@ -110,6 +237,15 @@ final class Predictions {
     if (at != null && at.end == count) {
       renewed++;
       renew(at, expiresAt);
+      return;
+    }
+    // A peer's prediction of the whole prompt on this worker (a replica routed it there): renew it rather than
+    // store the prompt again; it then lives for the TTL from this routing, as a node of the router's own would.
+    @Nullable Node peer = remoteByEnd.get(key(slot, hashes[count - 1]));
+    if (peer != null && peer.state == state && peer.end == count && peer.lastHash() == hashes[count - 1]) {
+      renewedRemote++;
+      peer.expiresAtNanos = expiresAt;
+      remote.moveToTail(peer);
       return;
     }
     makeRoom(count - (at == null ? 0 : at.end));

@@ -37,6 +37,14 @@ final class PrefixTable {
   static final int MAX_GATHER = 128; // and then, once those all matched (1 KB of scratch)
   static final long EMPTY = -1L; // a free probe slot: its entry half is NIL
   static final int RUN_AHEAD = 8; // a match also loads this far past a home slot: the next cache line of its run
+  // After block 0, the match's walk stops at the entries it needs (see match), which sit within ENTRY_AHEAD slots
+  // of their home for nine blocks in ten at half fill: loading the slot ENTRY_AHEAD on brings the next line only
+  // when the home lies in the upper half of its line, where such an entry may have crossed into it.
+  static final int ENTRY_AHEAD = 4;
+  // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds half an entry on average
+  // at full capacity (twice as many buckets as entries), so 4 rounds cover all but about 0.02 % of the walks (0.4 %
+  // at one entry a bucket); the rest are walked under the lock.
+  static final int MAX_TOUCH_ROUNDS = 4;
 
   final int maxEntries;
   long[] table;
@@ -59,6 +67,7 @@ final class PrefixTable {
   int shadowEntries;
   long evictedEntries;
   private long prefetchSink; // keeps prefetching loads from being optimised away
+  private int[] chainScratch = new int[64]; // touchChains' entries found per key
 
   PrefixTable(int maxEntries) {
     this.maxEntries = maxEntries;
@@ -102,6 +111,14 @@ final class PrefixTable {
     long[] probe = seqSlots;
     int n = probe.length;
     int touched = 0;
+    // Workers that can still go deeper: those that matched the previous block, in any tier (live) and on the GPU
+    // (liveGpu); before block 0, every worker. Once a block's run has advanced all of them, no later entry in the
+    // run can change an answer, so the walk stops there instead of reading the run to its end: a block held by
+    // one worker (a hit's usual case), whose entry sits at or near its home slot, costs a read of that slot and
+    // its entry, and neither the branches on the rest of the run (which mispredict: runs' lengths vary) nor a
+    // run's end that lies past the lines loaded ahead.
+    int live = Integer.MAX_VALUE;
+    int liveGpu = Integer.MAX_VALUE;
     // Block 0 alone first, so that a miss costs one lookup; then GATHER blocks, then chunks of MAX_GATHER. A chunk
     // waits for two rounds of loads whatever its size (its probe slots, then the entries they name, which a
     // sequence stored in one event has side by side), so a 128-block hit waits for 6 rounds, and a prompt whose
@@ -113,16 +130,18 @@ final class PrefixTable {
     // entries after the second), which made a cold 128-block hit cost 8 to 9 us.
     for (int chunk = 0, size = 1; chunk < count; size = size == 1 ? GATHER : MAX_GATHER) {
       int end = Math.min(count, chunk + size);
-      // Round 1: the chunk's home slots, and the slots RUN_AHEAD further on (the next cache line, where a run that
-      // starts late in its line goes on). These loads are independent of each other, so the CPU overlaps their
-      // cache misses instead of waiting for one block's slot before asking for the next one's.
+      // Round 1: the chunk's home slots, and the slots RUN_AHEAD further on for block 0, whose run is read to its
+      // end (the next cache line, where a run that starts late in its line goes on), ENTRY_AHEAD for the others.
+      // These loads are independent of each other, so the CPU overlaps their cache misses instead of waiting for
+      // one block's slot before asking for the next one's.
+      int reach = chunk == 0 ? RUN_AHEAD : ENTRY_AHEAD;
       long sink = 0;
       for (int i = chunk; i < end; i++) {
         int print = mix(hashes[i]);
         int home = home(print, n);
         prints[i - chunk] = print;
         homes[i - chunk] = home;
-        int ahead = home + RUN_AHEAD;
+        int ahead = home + reach;
         sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
       scratch.sink = sink;
@@ -130,6 +149,7 @@ final class PrefixTable {
         long seq = hashes[i];
         int print = prints[i - chunk];
         int advanced = 0;
+        int advancedGpu = 0;
         for (int pos = homes[i - chunk]; ; pos = pos + 1 == n ? 0 : pos + 1) {
           long v = probe[pos];
           if ((int) v < 0) {
@@ -152,12 +172,18 @@ final class PrefixTable {
             }
             if (slotTier % TIERS == 0 && gpuDepth[slot] == i) {
               gpuDepth[slot] = i + 1;
+              advancedGpu++;
+            }
+            if (advanced == live && advancedGpu == liveGpu) {
+              break;
             }
           }
         }
         if (advanced == 0) {
           return touched;
         }
+        live = advanced;
+        liveGpu = advancedGpu;
       }
       chunk = end;
     }
@@ -166,18 +192,6 @@ final class PrefixTable {
 
   // ---------------------------------------------------------------------------------------------------------------
   // Touching ahead (shared lock): independent loads whose cache misses overlap, before the exclusive phase
-
-  /** Touches the engine bucket of each hash of a range and its first entry; returns a value to keep the loads alive. */
-  long touchEngine(int slotTier, long[] hashes, int first, int count) {
-    long sink = 0;
-    for (int i = first; i < first + count; i++) {
-      int e = engHeads[engineBucket(slotTier, hashes[i])];
-      if (e != NIL) {
-        sink += table[e * STRIDE + META];
-      }
-    }
-    return sink;
-  }
 
   /** Touches the home probe slot of {@code seq} and the next line of its run. */
   long touchSeq(long seq) {
@@ -189,28 +203,54 @@ final class PrefixTable {
   }
 
   /**
-   * Touches what removing {@code count} blocks reads: their engine buckets, their entries, the sequence buckets
-   * they leave and their LRU neighbours, in rounds of independent loads. {@code entries} is scratch.
+   * Touches what applying a chunk reads through engine hashes: for each key {@code j < count} (a worker-tier and
+   * an engine hash), its engine bucket and the chain after it up to the entry of that worker-tier and hash, or to
+   * the chain's end when there is none (what a store's duplicate check walks), in rounds: every bucket, then every
+   * first entry, then every second one, so that each round's cache misses overlap instead of one chain's loads
+   * waiting for each other. For the first {@code removals} keys (removed blocks) it then touches what deleting the
+   * entry found reads: its sequence run and its LRU neighbours. {@code entries} is scratch; it ends up holding the
+   * entry found per key, or NIL.
    */
-  long touchRemovals(int[] slotTiers, long[] removed, int[] entries, int count) {
+  long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count) {
     long sink = 0;
+    int[] heads = engHeads;
+    long[] table = this.table;
     for (int j = 0; j < count; j++) {
-      entries[j] = engHeads[engineBucket(slotTiers[j], removed[j])];
+      entries[j] = heads[engineBucket(slotTiers[j], keys[j])];
+    }
+    // Rounds over the chains; a key whose walk goes on keeps its next entry in entries[j] and one whose walk
+    // ended there (found, or the chain's end) gets NIL | its found entry flagged in `done` below.
+    int[] found = chainScratch(count);
+    int live = count;
+    for (int j = 0; j < count; j++) {
+      found[j] = NIL;
+    }
+    for (int round = 0; live > 0 && round < MAX_TOUCH_ROUNDS; round++) {
+      live = 0;
+      for (int j = 0; j < count; j++) {
+        int e = entries[j];
+        if (e == NIL) {
+          continue;
+        }
+        int base = e * STRIDE;
+        long link = table[base + LINK];
+        if (table[base + ENG] == keys[j] && (int) (table[base + META] >>> 32) == slotTiers[j]) {
+          found[j] = e;
+          entries[j] = NIL;
+        } else {
+          int next = (int) link;
+          entries[j] = next;
+          if (next != NIL) {
+            live++;
+          }
+        }
+      }
     }
     for (int j = 0; j < count; j++) {
-      int e = entries[j];
-      int steps = 0;
-      while (e != NIL && steps++ < 8) { // chains hold about one entry; a long one is walked under the lock
-        int base = e * STRIDE;
-        if (table[base + ENG] == removed[j] && (int) (table[base + META] >>> 32) == slotTiers[j]) {
-          break;
-        }
-        e = (int) table[base + LINK];
-      }
-      entries[j] = steps > 8 ? NIL : e;
+      entries[j] = found[j];
     }
     long[] probe = seqSlots;
-    for (int j = 0; j < count; j++) {
+    for (int j = 0; j < removals; j++) {
       int e = entries[j];
       if (e != NIL) {
         int base = e * STRIDE;
@@ -229,6 +269,13 @@ final class PrefixTable {
       }
     }
     return sink;
+  }
+
+  private int[] chainScratch(int count) {
+    if (chainScratch.length < count) {
+      chainScratch = new int[Math.max(count, chainScratch.length * 2)];
+    }
+    return chainScratch;
   }
 
   /**
@@ -368,13 +415,19 @@ final class PrefixTable {
     size++;
   }
 
+  /** {@link #release(int, long, int)} without a hint. */
+  boolean release(int slotTier, long engineHash) {
+    return release(slotTier, engineHash, NIL);
+  }
+
   /**
    * Undoes one store of an engine block: decrements its count, removing the entry at zero.
    *
+   * @param hint the block's entry if the caller found it earlier (checked, not trusted), or NIL
    * @return whether the slot-tier held the block
    */
-  boolean release(int slotTier, long engineHash) {
-    int e = findEngine(slotTier, engineHash);
+  boolean release(int slotTier, long engineHash, int hint) {
+    int e = isEntryOf(hint, slotTier, engineHash) ? hint : findEngine(slotTier, engineHash);
     if (e == NIL) {
       return false;
     }
@@ -386,6 +439,20 @@ final class PrefixTable {
       delete(e);
     }
     return true;
+  }
+
+  /**
+   * Whether {@code e} is a live entry of this worker-tier for this engine hash, and so the only one (a store of a
+   * held engine block is counted on its entry, never a second entry): a hint found before the exclusive phase,
+   * possibly stale by now, is checked this way rather than trusted.
+   */
+  private boolean isEntryOf(int e, int slotTier, long engineHash) {
+    if (e < 0 || e >= highWater) {
+      return false;
+    }
+    int base = e * STRIDE;
+    long meta = table[base + META];
+    return (meta & REFCOUNT_MASK) != 0 && (int) (meta >>> 32) == slotTier && table[base + ENG] == engineHash;
   }
 
   /** Removes every entry of {@code slot}: one scan of the table. */
@@ -442,7 +509,10 @@ final class PrefixTable {
   private void allocate(int newCapacity) {
     capacity = newCapacity;
     table = new long[newCapacity * STRIDE];
-    int buckets = Math.max(16, Integer.highestOneBit(newCapacity));
+    // Twice as many engine buckets as entries: a store's duplicate check (almost always a miss) walks its whole
+    // chain, one cache miss per entry, so chains of half an entry at full capacity instead of one save half of
+    // those misses, for 4 more bytes per entry.
+    int buckets = Math.max(16, 2 * Integer.highestOneBit(newCapacity));
     engHeads = new int[buckets];
     Arrays.fill(engHeads, NIL);
     seqSlots = new long[probeSlots(newCapacity)];

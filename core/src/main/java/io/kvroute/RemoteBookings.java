@@ -43,6 +43,7 @@ final class RemoteBookings implements RemoteLoad {
   private final Predictions predictions;
   private final boolean allApproximate;
   private final Ticker ticker;
+  private final @Nullable PeerLearning learning;
   private final ConcurrentLinkedQueue<Delta> inbox = new ConcurrentLinkedQueue<>();
   private final AtomicInteger queued = new AtomicInteger();
   private final ConcurrentLinkedQueue<Prediction> predictionInbox = new ConcurrentLinkedQueue<>();
@@ -69,14 +70,24 @@ final class RemoteBookings implements RemoteLoad {
     final int blocks;
     final long[] keys;
     WorkerRegistry.@Nullable WorkerState state; // null: counted nowhere
+    // The peer policy's note (see PeerLearning); noted is false for a snapshot's bookings.
+    final boolean noted;
+    final int warmBlocks;
+    final long warmKey;
+    final boolean newPrefix;
 
-    Booking(String replica, long id, WorkerId worker, long prefill, int blocks, long[] keys) {
+    Booking(String replica, long id, WorkerId worker, long prefill, int blocks, long[] keys, boolean noted,
+        int warmBlocks, long warmKey, boolean newPrefix) {
       super(replica);
       this.id = id;
       this.worker = worker;
       this.prefill = prefill;
       this.blocks = blocks;
       this.keys = keys;
+      this.noted = noted;
+      this.warmBlocks = warmBlocks;
+      this.warmKey = warmKey;
+      this.newPrefix = newPrefix;
     }
   }
 
@@ -109,7 +120,8 @@ final class RemoteBookings implements RemoteLoad {
   }
 
   RemoteBookings(int blockSize, Admission admission, WorkerRegistry registry, Predictions predictions,
-      boolean allApproximate, Ticker ticker) {
+      boolean allApproximate, Ticker ticker, @Nullable PeerLearning learning) {
+    this.learning = learning;
     this.blockSize = blockSize;
     this.admission = admission;
     this.registry = registry;
@@ -126,6 +138,21 @@ final class RemoteBookings implements RemoteLoad {
   @Override
   public void booked(String replica, long bookingId, WorkerId worker, long prefillTokens, int blocks, long[] keys,
       int keyCount) {
+    enqueueBooking(replica, bookingId, worker, prefillTokens, blocks, keys, keyCount, false, 0, 0, false);
+  }
+
+  @Override
+  public void booked(String replica, long bookingId, WorkerId worker, long prefillTokens, int blocks, long[] keys,
+      int keyCount, int warmBlocks, long warmKey, boolean newPrefix) {
+    if (warmBlocks < 0 || warmBlocks > blocks) {
+      throw new IllegalArgumentException("warmBlocks must be in [0, blocks " + blocks + "] but was " + warmBlocks);
+    }
+    enqueueBooking(replica, bookingId, worker, prefillTokens, blocks, keys, keyCount, true, warmBlocks, warmKey,
+        newPrefix);
+  }
+
+  private void enqueueBooking(String replica, long bookingId, WorkerId worker, long prefillTokens, int blocks,
+      long[] keys, int keyCount, boolean noted, int warmBlocks, long warmKey, boolean newPrefix) {
     Objects.requireNonNull(replica, "replica");
     Objects.requireNonNull(worker, "worker");
     Objects.requireNonNull(keys, "keys");
@@ -137,7 +164,8 @@ final class RemoteBookings implements RemoteLoad {
       throw new IllegalArgumentException("a booking of " + blocks + " blocks has " + RemoteLoad.loadKeyCount(blocks)
           + " load keys but keyCount was " + keyCount + " (keys.length " + keys.length + ")");
     }
-    enqueue(new Booking(replica, bookingId, worker, prefillTokens, blocks, Arrays.copyOf(keys, keyCount)));
+    enqueue(new Booking(replica, bookingId, worker, prefillTokens, blocks, Arrays.copyOf(keys, keyCount), noted,
+        warmBlocks, warmKey, newPrefix));
   }
 
   @Override
@@ -271,6 +299,9 @@ final class RemoteBookings implements RemoteLoad {
     }
     bookings.put(b.id, b);
     open++;
+    if (b.noted && learning != null && state != null && state.registered) {
+      learning.peerBooked(b.worker, b.warmBlocks, b.warmKey, b.newPrefix, ticker.read());
+    }
   }
 
   private void phase(Phase p) {
@@ -291,6 +322,9 @@ final class RemoteBookings implements RemoteLoad {
       if (b != null && b.prefill > 0) {
         if (b.state != null) {
           admission.load.releasePrefill(b.state.slot, b.state.generation, b.prefill);
+          if (learning != null) {
+            learning.peerStepEnded(b.worker, ticker.read());
+          }
         }
         b.prefill = 0;
       }

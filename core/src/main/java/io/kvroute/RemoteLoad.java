@@ -49,6 +49,32 @@ public interface RemoteLoad {
       int keyCount);
 
   /**
+   * A peer booked a request, with what its policy learned from the choice (see
+   * {@link SharedLoad#booked(long, WorkerId, long, long[], int, boolean, int, boolean)}): the router books it as
+   * the seven-argument form does and, the first time the booking arrives, lets its own policy learn the same (a
+   * built-in {@code cacheAffinity} or {@code predictedTtft} counts the placement and the warm prefix as if it had
+   * routed the request itself). Deliver a peer's snapshot with the seven-argument form: its bookings were learned
+   * from when they were booked. The default drops the note.
+   *
+   * @param replica the peer's name
+   * @param bookingId the peer's id of the booking
+   * @param worker the worker the peer routed the request to
+   * @param prefillTokens pending prompt tokens (0 once the first token came)
+   * @param blocks the prompt's full blocks
+   * @param keys the booking's load keys, {@link #loadKeyCount loadKeyCount(blocks)} of them; copied
+   * @param keyCount how many of {@code keys} are given
+   * @param warmBlocks the prompt's first blocks the peer's policy counted as warm on the worker, 0 for none
+   * @param warmKey the sequence hash of the last of them (ignored when {@code warmBlocks} is 0)
+   * @param newPrefix whether the peer's policy placed a new prefix on the worker
+   * @throws IllegalArgumentException if {@code keyCount} is not {@code loadKeyCount(blocks)}, a count is negative,
+   *     or {@code warmBlocks} exceeds {@code blocks}
+   */
+  default void booked(String replica, long bookingId, WorkerId worker, long prefillTokens, int blocks, long[] keys,
+      int keyCount, int warmBlocks, long warmKey, boolean newPrefix) {
+    booked(replica, bookingId, worker, prefillTokens, blocks, keys, keyCount);
+  }
+
+  /**
    * A peer's booked request produced its first token.
    *
    * @param replica the peer's replica name

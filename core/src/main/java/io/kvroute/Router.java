@@ -108,7 +108,8 @@ public final class Router {
     }
     this.registry = new WorkerRegistry(new RegistryHooks(), listener);
     this.eventSink = new RegisteredWorkersSink();
-    this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker);
+    this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker,
+        policy instanceof PeerLearning learning ? learning : null);
     if (b.sharedLoad != SharedLoad.NONE) {
       b.sharedLoad.start(remote);
     }
@@ -244,7 +245,7 @@ public final class Router {
     long[] hashes = scratch.hashes(tokens.length / blockSize);
     int count = hasher.sequenceHashes(tokens, tokens.length, request.loraName(), request.blockExtraKeys(), hashes);
     int touched = count == 0 ? 0 : indexer.matchLocked(hashes, count, scratch.main);
-    int touchedPredicted = predictions.match(hashes, count, scratch.predicted);
+    int touchedPredicted = predictions.match(hashes, count, scratch.predicted, scratch.sampling);
     try {
       Routing routing = admit(request, hashes, count, scratch);
       listener.onRouted(routing);
@@ -275,7 +276,7 @@ public final class Router {
           expired = admission.expire(now);
           predictions.expire(now);
           candidates.admit(admission.random, now);
-          n = retainAdmissible(candidates, candidateStates, n, now);
+          n = retainAdmissible(candidates, candidateStates, n, now, hashes, count);
           if (n > 0) {
             routing = choose(request, hashes, count, candidates, candidateStates, n, now, states, scratch);
           }
@@ -284,8 +285,8 @@ public final class Router {
         }
       }
     } finally {
+      // candidateStates keeps its references for the next selection to compare (see gatherCandidates).
       candidates.clear();
-      Arrays.fill(candidateStates, null);
     }
     if (expired > 0) {
       listener.onBookingsExpired(expired); // outside the lock, as every routing callback
@@ -309,14 +310,24 @@ public final class Router {
     Candidates candidates = scratch.candidates;
     candidates.reset(request, request.tokens().length, blockSize, scratch.hashes);
     Set<WorkerId> allowed = request.allowedWorkers();
+    @Nullable String model = request.model();
+    @Nullable String lora = request.loraName();
+    boolean servedByAll = model == null && (lora == null || lora.isEmpty()); // what Worker.serves then answers
+    // Read once: the loop's volatile reads would otherwise make the JIT reload each of these in every iteration.
+    int[] depth = scratch.main.depth;
+    int[] gpuDepth = scratch.main.gpuDepth;
     int n = 0;
     for (WorkerRegistry.WorkerState state : states) {
-      if (!eligible(request, allowed, state)) {
+      if (!state.registered) {
+        continue;
+      }
+      Worker worker = state.worker;
+      if ((allowed != null && !allowed.contains(worker.id())) || (!servedByAll && !worker.serves(model, lora))) {
         continue;
       }
       int slot = state.slot;
-      int overlap = depth(scratch.main.depth, slot);
-      int gpuOverlap = depth(scratch.main.gpuDepth, slot);
+      int overlap = depth(depth, slot);
+      int gpuOverlap = depth(gpuDepth, slot);
       long cached = indexer.entriesOfSlot(slot);
       boolean approximate = allApproximate || state.approximate;
       if (approximate) {
@@ -324,8 +335,11 @@ public final class Router {
         gpuOverlap = Math.max(gpuOverlap, depth(scratch.predicted.gpuDepth, state.predictedSlot));
         cached += predictions.entriesOfSlot(state.predictedSlot);
       }
-      candidates.add(state.worker, overlap, gpuOverlap, cached, state.engineLoad, approximate);
-      candidateStates[n++] = state;
+      candidates.add(worker, overlap, gpuOverlap, cached, state.engineLoad, approximate);
+      if (candidateStates[n] != state) { // stored only when it changed: a reference store costs a GC write barrier
+        candidateStates[n] = state;
+      }
+      n++;
     }
     return n;
   }
@@ -340,17 +354,22 @@ public final class Router {
   /**
    * Drops the candidates that may not take a request now, under the admission lock: a worker removed since it was
    * gathered (its slot may already belong to a new registration, so it must get no booking), and workers whose
-   * health forbids it. The only work select does for health: one volatile read per candidate.
+   * health forbids it; and fills in the loads of those kept (in the same pass: one read of each candidate's
+   * state). The only work select does for health: one volatile read per candidate.
    */
   private int retainAdmissible(Candidates candidates, WorkerRegistry.WorkerState[] candidateStates, int n,
-      long now) {
+      long now, long[] hashes, int count) {
     LoadTracker load = admission.load;
     for (int i = n - 1; i >= 0; i--) {
       WorkerRegistry.WorkerState s = candidateStates[i];
       HealthState h = s.health.state();
-      if (load.owns(s.slot, s.generation)
+      int slot = s.slot;
+      if (load.owns(slot, s.generation)
           && (h.routable() || (h == HealthState.EJECTED && s.health.probeDue(now)))) {
         candidates.setHealth(i, h);
+        int activeOverlap = load.activeDepth(slot, hashes, count);
+        candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
+            load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot), load.holderHistogram(slot));
       } else {
         candidates.remove(i);
         System.arraycopy(candidateStates, i + 1, candidateStates, i, n - i - 1);
@@ -360,17 +379,13 @@ public final class Router {
     return n;
   }
 
-  /** Scores the admissible candidates, lets the policy choose and books the choice; under the admission lock. */
+  /**
+   * Lets the policy choose among the admissible candidates (their loads filled in) and books the choice; under the
+   * admission lock.
+   */
   private Routing choose(RouteRequest request, long[] hashes, int count, Candidates candidates,
       WorkerRegistry.WorkerState[] candidateStates, int n, long now, WorkerRegistry.WorkerState[] states,
       SelectScratch scratch) {
-    LoadTracker load = admission.load;
-    for (int i = 0; i < n; i++) {
-      int slot = candidateStates[i].slot;
-      int activeOverlap = load.activeDepth(slot, hashes, count);
-      candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
-          load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot), load.holderHistogram(slot));
-    }
     int choice = policy.select(candidates);
     if (choice < 0 || choice >= n) {
       throw new IllegalStateException("policy " + policy.name() + " chose candidate " + choice + " of " + n);
@@ -395,7 +410,8 @@ public final class Router {
     if (predicted) {
       predictions.record(chosen, booked, count, depth(scratch.predicted.depth, chosen.predictedSlot), now);
     }
-    admission.shareBooking(routing, predicted && count > 0);
+    admission.shareBooking(routing, predicted && count > 0, policy instanceof PeerLearning,
+        Math.min(candidates.noteWarmBlocks(), count), candidates.noteNewPrefix());
     return routing;
   }
 
@@ -778,6 +794,7 @@ public final class Router {
     final Candidates candidates = new Candidates();
     final PrefixTable.MatchScratch main = new PrefixTable.MatchScratch();
     final PrefixTable.MatchScratch predicted = new PrefixTable.MatchScratch();
+    final Predictions.Sampling sampling = new Predictions.Sampling();
 
     WorkerRegistry.WorkerState[] candidateStates(int workers) {
       if (candidateStates.length < workers) {

@@ -62,6 +62,30 @@ public interface SharedLoad {
   void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks, boolean predicted);
 
   /**
+   * This replica booked a request on {@code worker}, with what its policy learned from the choice, which peers'
+   * policies should learn too ({@link RemoteLoad#booked(String, long, WorkerId, long, int, long[], int, int, long,
+   * boolean)}). Without it each of N replicas' {@code cacheAffinity} or {@code predictedTtft} counts only its own
+   * placements of new prefixes (the counters that spread them over the workers) and models only the warm prefixes
+   * it routed itself. The router calls this form when its policy learns from its peers' notes (the built-in
+   * {@code cacheAffinity} and {@code predictedTtft}), the six-argument form otherwise. The default drops the note
+   * and calls the six-argument form.
+   *
+   * @param bookingId this replica's id of the booking: unique and increasing over the router's life
+   * @param worker the worker the request was routed to
+   * @param prefillTokens the prompt tokens the worker has to compute (not expected to be cached)
+   * @param hashes the prompt's block sequence hashes; valid only during the call (copy what is kept)
+   * @param blocks how many of {@code hashes} are the prompt's
+   * @param predicted whether the router also predicted these blocks cached on the worker (approximate mode)
+   * @param warmBlocks the prompt's first blocks the policy counted as a warm prefix on the worker (0: none, or a
+   *     policy that keeps no such model); {@code hashes[warmBlocks - 1]} names it
+   * @param newPrefix whether the policy placed a new prefix on the worker (its placement counters count it)
+   */
+  default void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
+      boolean predicted, int warmBlocks, boolean newPrefix) {
+    booked(bookingId, worker, prefillTokens, hashes, blocks, predicted);
+  }
+
+  /**
    * The booked request produced its first token: its prefill tokens are no longer pending.
    *
    * @param bookingId the id given in {@link #booked}

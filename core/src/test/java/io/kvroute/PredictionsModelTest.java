@@ -100,6 +100,55 @@ class PredictionsModelTest {
     IndexInvariants.check(router.predictions().index());
   }
 
+  /**
+   * The router's own selections and a peer's deliveries together, against one model: a block is predicted on a
+   * worker while the last routing there of a prompt containing it, by either, is younger than the TTL. An own
+   * routing of a prompt a peer's node holds whole renews that node (no index write). The router's own predictions
+   * expire at its selections and the peers' at their deliveries, so each check follows a selection and a delivery.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void ownAndPeersPredictionsTogetherAreTheLastRoutingOfEachBlock(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().ticker(ticker).randomSeed(seed)
+        .policy(RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofMillis(TTL_MS), 1 << 20)).build();
+    List<WorkerId> workers = List.of(WorkerId.of("w0"), WorkerId.of("w1"), WorkerId.of("w2"));
+    workers.forEach(w -> router.addWorker(Worker.of(w)));
+    List<int[]> pool = pool(random);
+    BlockHasher hasher = BlockHasher.of(BLOCK);
+    Map<WorkerId, Map<Long, Long>> last = new HashMap<>();
+    long nowMs = 0;
+    for (int step = 0; step < 600; step++) {
+      boolean select = random.nextBoolean();
+      if (select) {
+        int[] prompt = pool.get(random.nextInt(pool.size()));
+        try (Routing routing = router.select(prompt)) {
+          Map<Long, Long> routed = last.computeIfAbsent(routing.workerId(), w -> new HashMap<>());
+          for (long h : hasher.sequenceHashes(prompt)) {
+            routed.put(h, nowMs);
+          }
+        }
+      }
+      long[] hashes = hasher.sequenceHashes(pool.get(random.nextInt(pool.size())));
+      WorkerId worker = workers.get(random.nextInt(workers.size()));
+      router.remoteLoad().predicted(worker, hashes, hashes.length);
+      Map<Long, Long> predicted = last.computeIfAbsent(worker, w -> new HashMap<>());
+      for (long h : hashes) {
+        predicted.put(h, nowMs);
+      }
+      if (select) { // the router's own predictions expire at its selections, the peers' at their deliveries
+        assertSameAsModel(router, workers, pool, hasher, last, nowMs, "step " + step);
+      }
+      long advance = random.nextInt(4) == 0 ? random.nextLong(TTL_MS / 2) : random.nextLong(200);
+      ticker.advance(Duration.ofMillis(advance));
+      nowMs += advance;
+    }
+    assertTrue(router.predictions().renewedRemote > 0, "own routings renewed peers' nodes: "
+        + router.predictions().renewedRemote);
+    IndexInvariants.check(router.predictions().index());
+  }
+
   /** With a budget far below the workload, the index never holds more and stays consistent. */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
@@ -159,7 +208,7 @@ class PredictionsModelTest {
   }
 
   /**
-   * Prompts of 1 to 12 blocks: a few exact repeats, prefixes shared by several tails, and conversations whose every
+   * Prompts of 1 to about 40 blocks: a few exact repeats, prefixes shared by several tails, and conversations whose every
    * turn extends the previous one (sometimes by less than a block, which hashes the same).
    */
   private static List<int[]> pool(SplittableRandom random) {
@@ -172,9 +221,9 @@ class PredictionsModelTest {
     }
     for (int conversation = 0; conversation < 3; conversation++) {
       int[] turn = Fixtures.prompt(random.nextLong(), BLOCK + random.nextInt(BLOCK));
-      for (int t = 0; t < 5 && turn.length < 12 * BLOCK; t++) {
+      for (int t = 0; t < 8 && turn.length < 40 * BLOCK; t++) {
         pool.add(turn);
-        turn = Fixtures.concat(turn, Fixtures.prompt(random.nextLong(), 1 + random.nextInt(2 * BLOCK)));
+        turn = Fixtures.concat(turn, Fixtures.prompt(random.nextLong(), 1 + random.nextInt(8 * BLOCK)));
       }
     }
     return pool;
@@ -188,17 +237,31 @@ class PredictionsModelTest {
       long alive = routed.values().stream().filter(t -> t + TTL_MS > nowMs).count();
       assertEquals(alive, index.entriesOfSlot(router.workers().state(w).predictedSlot), when + ", " + w);
     }
+    PrefixTable.MatchScratch scratch = new PrefixTable.MatchScratch();
+    Predictions.Sampling sampling = new Predictions.Sampling();
     for (int[] prompt : pool) {
       long[] hashes = hasher.sequenceHashes(prompt);
       Map<WorkerId, PrefixMatch> matches = index.findMatches(hashes);
-      for (WorkerId w : workers) {
-        Map<Long, Long> routed = lastRouted.getOrDefault(w, Map.of());
-        int depth = 0;
-        while (depth < hashes.length && routed.getOrDefault(hashes[depth], Long.MIN_VALUE / 2) + TTL_MS > nowMs) {
-          depth++;
+      // The selection's sampled match, over every prefix of the prompt (so every gap between samples is met).
+      for (int count = 1; count <= hashes.length; count++) {
+        int touched = router.predictions().match(hashes, count, scratch, sampling);
+        for (WorkerId w : workers) {
+          Map<Long, Long> routed = lastRouted.getOrDefault(w, Map.of());
+          int depth = 0;
+          while (depth < count && routed.getOrDefault(hashes[depth], Long.MIN_VALUE / 2) + TTL_MS > nowMs) {
+            depth++;
+          }
+          int slot = router.workers().state(w).predictedSlot;
+          assertEquals(depth, slot < scratch.depth.length ? scratch.depth[slot] : 0,
+              when + ", " + w + ", sampled match of " + count + " blocks");
+          assertEquals(depth, slot < scratch.gpuDepth.length ? scratch.gpuDepth[slot] : 0,
+              when + ", " + w + ", sampled match of " + count + " blocks (GPU)");
+          if (count == hashes.length) {
+            PrefixMatch m = matches.get(w);
+            assertEquals(depth, m == null ? 0 : m.blocks(), when + ", " + w);
+          }
         }
-        PrefixMatch m = matches.get(w);
-        assertEquals(depth, m == null ? 0 : m.blocks(), when + ", " + w);
+        scratch.reset(touched);
       }
     }
   }

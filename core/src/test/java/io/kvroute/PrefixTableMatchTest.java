@@ -79,6 +79,58 @@ class PrefixTableMatchTest {
     }
   }
 
+  static Stream<Arguments> tierSeeds() {
+    return IntStream.range(0, 30).mapToObj(i -> Arguments.of("seed " + (900 + i), 900L + i));
+  }
+
+  /**
+   * The walk stops reading a block's run once every worker still matching has advanced (in any tier and, for those
+   * still matching on the GPU, on the GPU): here workers hold one document in both tiers to different depths, the
+   * host copy often stored first (so that it comes first in the run and the GPU copy after it), beside workers that
+   * hold shorter or longer prefixes of it, in tables full enough for long runs. The answers must be the definition's.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("tierSeeds")
+  void aWorkersCopiesInBothTiersAreAllCounted(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    int budget = 1 << (9 + random.nextInt(3));
+    KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).maxEntries(budget).build();
+    int blocks = 1 + random.nextInt(200);
+    int[] doc = Fixtures.prompt(seed * 13, blocks * BLOCK);
+    int workers = 1 + random.nextInt(5);
+    for (int w = 0; w < workers; w++) {
+      WorkerId worker = WorkerId.of("w" + w);
+      // Noise first, so that the document's entries land in runs that other content has started.
+      for (int k = 0; k < budget / (workers * 16); k++) {
+        index.apply(worker, Fixtures.storedFor(Fixtures.prompt(random.nextLong(), 4 * BLOCK), BLOCK, w + 100));
+      }
+      StorageTier first = random.nextInt(4) == 0 ? StorageTier.GPU : StorageTier.HOST;
+      StorageTier second = first == StorageTier.GPU ? StorageTier.HOST : StorageTier.GPU;
+      for (StorageTier tier : new StorageTier[] {first, second}) {
+        int held = random.nextInt(blocks + 1);
+        if (held > 0) {
+          KvEvent.BlockStored all = Fixtures.storedFor(Arrays.copyOf(doc, held * BLOCK), BLOCK,
+              seed * 31 + w * 2 + tier.ordinal());
+          index.apply(worker, new KvEvent.BlockStored(all.blockHashes(), null, all.tokenIds(), BLOCK, null, tier,
+              null, null));
+        }
+      }
+    }
+    long[] query = HASHER.sequenceHashes(doc);
+    int count = query.length - random.nextInt(Math.min(query.length, 3));
+    PrefixTable.MatchScratch scratch = new PrefixTable.MatchScratch();
+    int touched = index.matchLocked(query, count, scratch);
+    List<int[]> expected = index.inspect(t -> walk(t, query, count));
+    int[] sortedSlots = Arrays.copyOf(scratch.touched, touched);
+    Arrays.sort(sortedSlots);
+    assertArrayEquals(expected.get(0), sortedSlots, name + ": touched slots");
+    for (int slot : sortedSlots) {
+      assertEquals(expected.get(1)[slot], scratch.depth[slot], name + ": depth of slot " + slot);
+      assertEquals(expected.get(2)[slot], scratch.gpuDepth[slot], name + ": GPU depth of slot " + slot);
+    }
+    scratch.reset(touched);
+  }
+
   /**
    * The definition, independent of the lookup structure: block by block, every live entry of the table that is
    * neither an orphan nor a shadow and holds the block's sequence hash, in table order; returns touched slots (in

@@ -159,6 +159,7 @@ public final class ReplicaExperiment {
         }
       }
       AtomicInteger built = new AtomicInteger();
+      RouterPolicy one = options.sharedPolicy ? policy.get() : null;
       long[] bytesAtStart = new long[1];
       WarmTtft warmTtft = new WarmTtft(options.concurrency, options.requests);
       Simulation.Builder simulation = Simulation.newBuilder()
@@ -171,7 +172,7 @@ public final class ReplicaExperiment {
           .replicas(replicas)
           .router(ticker -> {
             int r = built.getAndIncrement();
-            Router router = Router.newBuilder().policy(policy.get()).ticker(ticker).randomSeed(seed * 31 + r)
+            Router router = Router.newBuilder().policy(one != null ? one : policy.get()).ticker(ticker).randomSeed(seed * 31 + r)
                 .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(warmTtft).build();
             if (nats && r == replicas - 1) {
               awaitMesh(syncs);
@@ -354,13 +355,16 @@ public final class ReplicaExperiment {
         "                            of a booking up to this late; default: NatsLoadSync's batch delay)",
         "  --client-jitter-ms 1      each client waits uniformly up to this long before each request (0: clients",
         "                            send the instant their previous request finished, all starting at time 0)",
-        "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)");
+        "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)",
+        "  --shared-policy true      one policy instance for all replicas: its learned state shared at once (a bound",
+        "                            for sharing it, not a deployment)");
 
     int[] replicas = {1, 2, 4};
     List<String> syncModes = List.of("none", "nats");
     long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
     long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
     @Nullable String natsUrl;
+    boolean sharedPolicy;
 
     Options() {
       super(List.of("kvAware", "approximate", "cacheAffinity"));
@@ -388,6 +392,7 @@ public final class ReplicaExperiment {
         case "--sync-interval-ms" -> syncIntervalNanos = Math.max(1, Cli.millisAsNanos(value, arg, false));
         case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
         case "--nats-url" -> natsUrl = value;
+        case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);
         default -> {
           return false;
         }

@@ -39,8 +39,10 @@ import java.util.function.IntToDoubleFunction;
  * Arguments: the driver ({@code select}: {@code select} plus {@code close} of 2,048-token prompts, 64 workers, 1M
  * indexed blocks, ns per call; {@code hash}: {@link BlockHasher#sequenceHashes} of a 2,048-token prompt, ns per
  * prompt; {@code decode} / {@code ingest}: a 128-block batch of 16-block events decoded into columns, and applied
- * to a 1M-block index, ns per block), {@code HIT} or {@code MISS}, distinct prompts (1: in cache, 512: cold),
- * rounds, calls per round, then {@code name=classpath} per version.
+ * to a 1M-block index, ns per block; {@code apply}: the same batches decoded beforehand, applied only),
+ * {@code HIT} or {@code MISS}, distinct prompts (1: in cache, 512: cold), rounds, calls per round, then
+ * {@code name=classpath} per version. With {@code -Dab.cpu=true} a round is timed by the thread's CPU time
+ * rather than the wall clock (on a machine whose cores are oversubscribed).
  */
 public final class SameJvmAb {
   private SameJvmAb() {}
@@ -126,6 +128,10 @@ public final class SameJvmAb {
 
   /** One version's workload, built by its own loader; {@link #applyAsDouble} runs a round and returns ns per op. */
   public static final class Driver implements IntToDoubleFunction {
+    // -Dab.cpu=true: time each round by the thread's CPU time instead of the wall clock, so that a round in which
+    // the thread waited for a core (a machine shared with other work) does not count that wait.
+    private static final boolean CPU_TIME = Boolean.getBoolean("ab.cpu");
+    private static final java.lang.management.ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     private final String kind;
     private final int[][] prompts;
     private final long[] hashes = new long[2048 / Workload.BLOCK_SIZE];
@@ -135,6 +141,7 @@ public final class SameJvmAb {
     private KvEventSink sink;
     private WorkerId[] senders = new WorkerId[0];
     private byte[][] payloads = new byte[0][];
+    private KvEventColumns[] decoded = new KvEventColumns[0];
     private int next;
     private long sink0;
     private final Routing[] open = new Routing[64];
@@ -202,12 +209,19 @@ public final class SameJvmAb {
         EventStream stream = new EventStream(ids, 16, random);
         senders = stream.senders;
         payloads = stream.payloads;
+        if (kind.equals("apply")) { // each batch decoded into columns of its own beforehand
+          decoded = new KvEventColumns[payloads.length];
+          for (int i = 0; i < payloads.length; i++) {
+            decoded[i] = new KvEventColumns();
+            KvEventCodec.decodeInto(payloads[i], 0, payloads[i].length, decoded[i]);
+          }
+        }
       }
     }
 
     @Override
     public double applyAsDouble(int reps) {
-      long start = System.nanoTime();
+      long start = CPU_TIME ? THREADS.getCurrentThreadCpuTime() : System.nanoTime();
       long ops = reps;
       switch (kind) {
         case "approx":
@@ -248,6 +262,15 @@ public final class SameJvmAb {
             sink0 += hashes[hashes.length - 1];
           }
           break;
+        case "apply":
+          ops = 0;
+          for (int i = 0; i < reps; i++) {
+            int at = next;
+            next = at + 1 == payloads.length ? 0 : at + 1;
+            sink.applyColumns(senders[at], decoded[at]);
+            ops += EventStream.PROMPT_BLOCKS;
+          }
+          break;
         default:
           ops = 0;
           for (int i = 0; i < reps; i++) {
@@ -261,7 +284,8 @@ public final class SameJvmAb {
             ops += EventStream.PROMPT_BLOCKS;
           }
       }
-      return (double) (System.nanoTime() - start) / ops;
+      long end = CPU_TIME ? THREADS.getCurrentThreadCpuTime() : System.nanoTime();
+      return (double) (end - start) / ops;
     }
 
     @Override

@@ -193,12 +193,36 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
   private RouteMeters routeMeters(Routing routing) {
     Map<WorkerId, RouteMeters> workers = byPolicy.computeIfAbsent(routing.policy(), p -> new ConcurrentHashMap<>());
     RouteMeters m = workers.get(routing.workerId());
-    return m != null ? m : workers.computeIfAbsent(routing.workerId(), w -> new RouteMeters(routing.policy(), w));
+    if (m != null) {
+      return m;
+    }
+    m = workers.computeIfAbsent(routing.workerId(), w -> new RouteMeters(routing.policy(), w));
+    removeIfDeparted(routing.workerId());
+    return m;
   }
 
   private Counters counters(WorkerId worker) {
     Counters c = byWorker.get(worker);
-    return c != null ? c : byWorker.computeIfAbsent(worker, Counters::new);
+    if (c != null) {
+      return c;
+    }
+    c = byWorker.computeIfAbsent(worker, Counters::new);
+    removeIfDeparted(worker);
+    return c;
+  }
+
+  /**
+   * Removes the meters just made for a worker the monitored router no longer has. A callback for a worker can run
+   * after {@link #onWorkerRemoved} (a selection that chose it as it was being removed), and the meters it creates
+   * would then stay forever. The registry removes a worker before it tells the listeners, so a creation either sees
+   * the worker gone here or happens before {@link #onWorkerRemoved}, which removes it: either way nothing is left.
+   * Without {@link #monitor} there is no registry to ask and such a late callback leaves one set of meters.
+   */
+  private void removeIfDeparted(WorkerId worker) {
+    Router r = router;
+    if (r != null && r.workers().find(worker).isEmpty()) {
+      removeMeters(worker);
+    }
   }
 
   @Override
@@ -248,7 +272,10 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
   public void onWorkerRemoved(Worker worker) {
     // Every meter tagged with the worker leaves with it: with workers that come and go (pods, autoscaling) they
     // would otherwise pile up without bound, two histogram timers and all, in memory and in every scrape.
-    WorkerId id = worker.id();
+    removeMeters(worker.id());
+  }
+
+  private void removeMeters(WorkerId id) {
     List<Meter> gauges = workerGauges.remove(id);
     if (gauges != null) {
       gauges.forEach(meters::remove);
@@ -311,6 +338,7 @@ public final class RouterMetrics extends BoundMeters implements RouterListener {
       }
       return m;
     });
+    removeIfDeparted(worker);
     changes.get(to).increment();
   }
 

@@ -150,6 +150,31 @@ class RouterMetricsTest {
   }
 
   @Test
+  void aCallbackThatArrivesAfterItsWorkerLeftLeavesNoMeters() {
+    // The race a listener sees: a selection that chose a worker as it was being removed reports it after
+    // onWorkerRemoved. The callbacks are replayed here in that order, on a router that no longer has the worker.
+    Router router = router();
+    WorkerId w = WorkerId.of("leaving");
+    router.addWorker(Worker.of(w));
+    Routing late = router.select(RouteRequest.newBuilder(Fixtures.prompt(700, 64)).allowedWorkers(Set.of(w)).build());
+    late.close();
+    router.removeWorker(w);
+    metrics.onRouted(late);
+    metrics.onOrphanBlocks(w, 3);
+    metrics.onBlockSizeMismatch(w, 16, 32, 2);
+    metrics.onUnknownRemoval(w, 1);
+    metrics.onHealthChanged(w, HealthState.HEALTHY, HealthState.SUSPECT, "late");
+    for (var meter : registry.getMeters()) {
+      assertTrue(!"leaving".equals(meter.getId().getTag("worker")), "a meter of a departed worker: " + meter.getId());
+    }
+    // A worker that is still there gets its meters from the same callbacks.
+    Routing kept = router.select(RouteRequest.newBuilder(Fixtures.prompt(701, 64)).allowedWorkers(Set.of(A)).build());
+    kept.close();
+    metrics.onOrphanBlocks(A, 3);
+    assertEquals(3, registry.get(RouterMetrics.INDEX_ORPHAN_BLOCKS).tags("worker", "a").counter().count(), 0.0);
+  }
+
+  @Test
   void unroutableRequestsAndExpiredBookingsAreCounted() {
     Router router = Router.newBuilder().ticker(ticker).bookingTimeout(Duration.ofSeconds(1)).listener(metrics)
         .build();

@@ -69,6 +69,12 @@ public final class KvEventCodec {
   private static final byte[] ATTN_DP_RANK = ascii("attn_dp_rank");
   private static final byte[] TAG_STORED = ascii("BlockStored");
   private static final byte[] TAG_REMOVED = ascii("BlockRemoved");
+  // A removal as vLLM writes it: a map of 4 entries, "type": "BlockRemoved", then the key "block_hashes"; then the
+  // key "medium", and the key "group_idx" (msgpack fixstr headers 0xA0 + length).
+  private static final byte[] REMOVED_HEAD = concat(new byte[] {(byte) 0x84, (byte) 0xA4}, TYPE,
+      new byte[] {(byte) 0xAC}, TAG_REMOVED, new byte[] {(byte) 0xAC}, BLOCK_HASHES);
+  private static final byte[] MEDIUM_KEY = concat(new byte[] {(byte) 0xA6}, MEDIUM);
+  private static final byte[] GROUP_KEY = concat(new byte[] {(byte) 0xA9}, GROUP_IDX);
   private static final byte[] TAG_CLEARED = ascii("AllBlocksCleared");
   // Media that StorageTier.fromMedium names, decoded without allocating a string.
   private static final String[] KNOWN_MEDIA = {"GPU", "CPU", "CPU_PINNED", "CPU_TIER1", "DEVICE", "CUDA", "HOST"};
@@ -334,6 +340,20 @@ public final class KvEventCodec {
     return s.getBytes(StandardCharsets.US_ASCII);
   }
 
+  private static byte[] concat(byte[]... parts) {
+    int n = 0;
+    for (byte[] part : parts) {
+      n += part.length;
+    }
+    byte[] out = new byte[n];
+    int at = 0;
+    for (byte[] part : parts) {
+      System.arraycopy(part, 0, out, at, part.length);
+      at += part.length;
+    }
+    return out;
+  }
+
   /** Decoding state for one payload. */
   private static final class Decoder {
     private final MsgpackReader r;
@@ -514,6 +534,9 @@ public final class KvEventCodec {
       cacheSalt = null;
       groupIndex = -1;
       specKind = null;
+      if (columns != null && removalInVllmLayout()) {
+        return build();
+      }
       int type = r.peekType();
       if (type == MsgpackReader.MAP) {
         mapEvent();
@@ -523,6 +546,37 @@ public final class KvEventCodec {
         throw MsgpackReader.error("an event must be a map or an array");
       }
       return build();
+    }
+
+    /**
+     * Decodes a removal written with exactly vLLM's keys in vLLM's order ({type: BlockRemoved, block_hashes,
+     * medium, group_idx}: most events of a stream, one per evicted block) without looking each key up: the bytes up
+     * to the hashes are compared at once, then each later key. Returns false, with nothing consumed or appended,
+     * for any other event; the general path then decodes it, to the same result.
+     */
+    private boolean removalInVllmLayout() {
+      int start = r.position();
+      if (r.remaining() < REMOVED_HEAD.length || !r.regionEquals(start, REMOVED_HEAD)) {
+        return false;
+      }
+      r.position(start + REMOVED_HEAD.length);
+      kind = KIND_REMOVED;
+      hashes();
+      if (r.remaining() >= MEDIUM_KEY.length && r.regionEquals(r.position(), MEDIUM_KEY)) {
+        r.position(r.position() + MEDIUM_KEY.length);
+        medium = medium();
+        if (r.remaining() >= GROUP_KEY.length && r.regionEquals(r.position(), GROUP_KEY)) {
+          r.position(r.position() + GROUP_KEY.length);
+          groupIndex = optionalGroup();
+          return true;
+        }
+      }
+      r.position(start); // another layout: start over the general way
+      columns.discardOpen();
+      kind = -1;
+      haveHashes = false;
+      medium = null;
+      return false;
     }
 
     private void mapEvent() {
@@ -570,15 +624,7 @@ public final class KvEventCodec {
     }
 
     private boolean keyIs(int start, int len, byte[] key) {
-      if (len != key.length) {
-        return false;
-      }
-      for (int i = 0; i < len; i++) {
-        if (r.byteAt(start + i) != key[i]) {
-          return false;
-        }
-      }
-      return true;
+      return len == key.length && r.regionEquals(start, key);
     }
 
     private void arrayEvent() {

@@ -1,5 +1,8 @@
 package io.kvroute.events.zmq;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -21,6 +24,26 @@ final class MsgpackReader {
   static final int MAP = 7;
   static final int EXTENSION = 8;
   static final int NEVER_USED = 9;
+
+  private static final VarHandle BIG_ENDIAN_INT = MethodHandles.byteArrayViewVarHandle(int[].class,
+      ByteOrder.BIG_ENDIAN);
+  private static final VarHandle BIG_ENDIAN_LONG = MethodHandles.byteArrayViewVarHandle(long[].class,
+      ByteOrder.BIG_ENDIAN);
+  private static final VarHandle LITTLE_ENDIAN_LONG = MethodHandles.byteArrayViewVarHandle(long[].class,
+      ByteOrder.LITTLE_ENDIAN);
+  // Per head byte, how readUint32OrMinusOne decodes the value it starts from the four bytes after it: bytes taken
+  // (bits 40-43; 0 when the head starts no such value), the right shift (bits 32-37), the mask (bits 0-31) and, for
+  // a positive fixint, the value itself (bits 48-55).
+  private static final long[] UINT32_DECODE = new long[256];
+
+  static {
+    for (int head = 0; head <= 0x7F; head++) {
+      UINT32_DECODE[head] = (1L << 40) | ((long) head << 48);
+    }
+    UINT32_DECODE[0xCC] = (2L << 40) | (24L << 32) | 0xFFL;
+    UINT32_DECODE[0xCD] = (3L << 40) | (16L << 32) | 0xFFFFL;
+    UINT32_DECODE[0xCE] = (5L << 40) | 0xFFFFFFFFL;
+  }
 
   private final byte[] buf;
   private final int limit;
@@ -80,10 +103,7 @@ final class MsgpackReader {
 
   private long u64() {
     require(8);
-    long v = 0;
-    for (int i = 0; i < 8; i++) {
-      v = (v << 8) | (buf[pos + i] & 0xFFL);
-    }
+    long v = (long) BIG_ENDIAN_LONG.get(buf, pos);
     pos += 8;
     return v;
   }
@@ -206,20 +226,32 @@ final class MsgpackReader {
     return largeUnsigned;
   }
 
-  /** Reads an integer that must lie in {@code [min, max]}. */
   /**
    * The next value if it is an unsigned integer in one of msgpack's encodings up to 32 bits (positive fixint,
    * uint 8, 16 or 32), consumed; otherwise -1 and nothing consumed (any other value, or too few bytes left: the
    * general {@link #readLong} then reads it, or reports it). The token ids of a stored block are almost always
-   * such values, so their loop takes this path: one bounds check and one branch per encoding.
+   * such values, so their loop takes this path: with at least 5 bytes left, one table lookup on the head byte and
+   * one 4-byte read, whatever the encoding.
    */
   long readUint32OrMinusOne() {
     int p = pos;
     int left = limit - p;
+    byte[] b = buf;
+    if (left >= 5) {
+      // Without a branch on the encoding (token ids mix uint 16 and uint 32 at random, so that branch would be
+      // mispredicted about every other token): the four bytes after the head, shifted and masked as it says.
+      long decode = UINT32_DECODE[b[p] & 0xFF];
+      int taken = (int) (decode >>> 40) & 0xF;
+      if (taken == 0) {
+        return -1;
+      }
+      long word = ((int) BIG_ENDIAN_INT.get(b, p + 1)) & 0xFFFFFFFFL;
+      pos = p + taken;
+      return ((word >>> (decode >>> 32 & 63)) & (decode & 0xFFFFFFFFL)) | (decode >>> 48 & 0xFF);
+    }
     if (left <= 0) {
       return -1;
     }
-    byte[] b = buf;
     int head = b[p] & 0xFF;
     if (head <= 0x7F) {
       pos = p + 1;
@@ -249,6 +281,7 @@ final class MsgpackReader {
     return -1;
   }
 
+  /** Reads an integer that must lie in {@code [min, max]}. */
   long readLong(long min, long max, String what) {
     int start = pos;
     long v = readLong();
@@ -370,6 +403,30 @@ final class MsgpackReader {
     }
     require(n);
     return (int) n;
+  }
+
+  /**
+   * Whether the {@code key.length} bytes at {@code start} (within the payload) are {@code key}: for keys of 8 bytes
+   * or more, 8-byte comparisons (the last one overlapping the one before) instead of a loop over its bytes.
+   */
+  boolean regionEquals(int start, byte[] key) {
+    int len = key.length;
+    if (len >= Long.BYTES) {
+      byte[] b = buf;
+      for (int i = 0; i < len - Long.BYTES; i += Long.BYTES) {
+        if ((long) LITTLE_ENDIAN_LONG.get(b, start + i) != (long) LITTLE_ENDIAN_LONG.get(key, i)) {
+          return false;
+        }
+      }
+      return (long) LITTLE_ENDIAN_LONG.get(b, start + len - Long.BYTES)
+          == (long) LITTLE_ENDIAN_LONG.get(key, len - Long.BYTES);
+    }
+    for (int i = 0; i < len; i++) {
+      if (buf[start + i] != key[i]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   byte byteAt(int index) {

@@ -94,6 +94,87 @@ class ColumnarDecodeTest {
     }
   }
 
+  /**
+   * Removals written key by key, in vLLM's layout (which the columnar decoder reads without looking keys up) and
+   * in near misses of it: other key orders, a missing or extra key, other values for medium and group_idx (nil,
+   * large, negative, a string), one or several hashes, a hash of the wrong type; every batch decodes the same both
+   * ways.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void removalsInAndNearVllmsLayoutDecodeTheSameBothWays(String name, long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    KvEventColumns columns = new KvEventColumns();
+    int decoded = 0;
+    for (int i = 0; i < 300; i++) {
+      int events = 1 + r.nextInt(6);
+      MsgpackWriter w = new MsgpackWriter(256);
+      w.writeArrayHeader(3);
+      w.writeDouble(i);
+      w.writeArrayHeader(events);
+      for (int e = 0; e < events; e++) {
+        writeRemoval(w, r);
+      }
+      w.writeNil();
+      columns.clear();
+      if (assertSame(name + " batch " + i, w.toByteArray(), columns)) {
+        decoded++;
+      }
+    }
+    assertEquals(true, decoded > 100, "most batches decode: " + decoded);
+  }
+
+  private static void writeRemoval(MsgpackWriter w, SplittableRandom r) {
+    List<String> keys = new ArrayList<>(List.of("type", "block_hashes", "medium", "group_idx"));
+    int variant = r.nextInt(6);
+    if (variant == 1) {
+      java.util.Collections.swap(keys, 1 + r.nextInt(3), 1 + r.nextInt(3)); // another order (or the same)
+    } else if (variant == 2) {
+      keys.remove(2 + r.nextInt(2)); // medium or group_idx missing
+    } else if (variant == 3) {
+      keys.add(r.nextInt(keys.size() + 1), r.nextBoolean() ? "lora_name" : "medium"); // an extra or repeated key
+    }
+    w.writeMapHeader(keys.size());
+    for (String key : keys) {
+      w.writeString(key);
+      switch (key) {
+        case "type":
+          w.writeString(r.nextInt(10) == 0 ? "BlockStored" : "BlockRemoved");
+          break;
+        case "block_hashes":
+          int n = r.nextInt(10) == 0 ? 0 : 1 + r.nextInt(3);
+          w.writeArrayHeader(n);
+          for (int h = 0; h < n; h++) {
+            if (r.nextInt(30) == 0) {
+              w.writeString("not a hash");
+            } else {
+              w.writeUnsigned(r.nextLong());
+            }
+          }
+          break;
+        case "medium":
+          String[] media = {"GPU", "CPU", "cpu", "DISK", "LMCACHE", "a medium"};
+          if (r.nextInt(8) == 0) {
+            w.writeNil();
+          } else {
+            w.writeString(media[r.nextInt(media.length)]);
+          }
+          break;
+        case "group_idx":
+          long[] groups = {0, 0, 1, 7, -1, Integer.MAX_VALUE + 1L, Long.MIN_VALUE};
+          int g = r.nextInt(groups.length + 1);
+          if (g == groups.length) {
+            w.writeNil();
+          } else {
+            w.writeInt(groups[g]);
+          }
+          break;
+        default:
+          w.writeNil();
+      }
+    }
+  }
+
   /** Decodes both ways; asserts they agree (both fail, or the same batch); returns whether it decoded. */
   private static boolean assertSame(String name, byte[] payload, KvEventColumns columns) {
     DecodedBatch expected;

@@ -27,22 +27,52 @@ class MsgpackReaderTest {
     SplittableRandom random = new SplittableRandom(seed);
     for (int n = 0; n < 2_000; n++) {
       byte[] value = randomValue(random);
-      byte[] payload = new byte[value.length + 1]; // a trailing byte: the fast path must stop at the value's end
-      System.arraycopy(value, 0, payload, 0, value.length);
-      payload[value.length] = (byte) 0xC0;
-      MsgpackReader fast = new MsgpackReader(payload, 0, payload.length);
+      // Random bytes before the value (the reader starts after them) and 1 to 8 after it: the fast path must stop
+      // at the value's end whatever follows, with fewer than 4 bytes after the head as well as more.
+      int before = random.nextInt(4);
+      int after = 1 + random.nextInt(8);
+      byte[] payload = new byte[before + value.length + after];
+      for (int i = 0; i < payload.length; i++) {
+        payload[i] = (byte) random.nextInt(256);
+      }
+      System.arraycopy(value, 0, payload, before, value.length);
+      MsgpackReader fast = new MsgpackReader(payload, before, payload.length - before);
       long v = fast.readUint32OrMinusOne();
-      MsgpackReader general = new MsgpackReader(payload, 0, payload.length);
+      MsgpackReader general = new MsgpackReader(payload, before, payload.length - before);
       int head = value[0] & 0xFF;
       boolean plain = head <= 0x7F || head == 0xCC || head == 0xCD || head == 0xCE;
+      String what = name + ": " + Hex.of(value) + " then " + after + " bytes";
       if (plain) {
-        assertEquals(general.readLong(), v, name + ": " + Hex.of(value));
-        assertEquals(general.position(), fast.position(), name + ": " + Hex.of(value));
-        assertEquals(value.length, fast.position(), name);
+        assertEquals(general.readLong(), v, what);
+        assertEquals(general.position(), fast.position(), what);
+        assertEquals(before + value.length, fast.position(), what);
       } else {
-        assertEquals(-1, v, name + ": " + Hex.of(value));
-        assertEquals(0, fast.position(), name + ": nothing consumed");
+        assertEquals(-1, v, what);
+        assertEquals(before, fast.position(), what + ": nothing consumed");
       }
+    }
+  }
+
+  /** The map-key comparison: equal exactly when every byte is, whichever byte differs, at any length and offset. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void regionEqualsComparesEveryByte(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    for (int n = 0; n < 2_000; n++) {
+      byte[] key = new byte[random.nextInt(24)];
+      for (int i = 0; i < key.length; i++) {
+        key[i] = (byte) ('a' + random.nextInt(3)); // a small alphabet: near misses are common
+      }
+      int before = random.nextInt(5);
+      byte[] payload = new byte[before + key.length + random.nextInt(3)];
+      System.arraycopy(key, 0, payload, before, key.length);
+      boolean differ = key.length > 0 && random.nextBoolean();
+      int at = differ ? random.nextInt(key.length) : -1;
+      if (differ) {
+        payload[before + at] ^= (byte) (1 << random.nextInt(8));
+      }
+      MsgpackReader r = new MsgpackReader(payload, 0, payload.length);
+      assertEquals(!differ, r.regionEquals(before, key), name + ": key " + Hex.of(key) + ", byte " + at + " differs");
     }
   }
 

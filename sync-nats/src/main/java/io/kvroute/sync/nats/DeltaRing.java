@@ -20,6 +20,10 @@ final class DeltaRing {
   static final byte BOOK_PREDICTED = 2;
   static final byte FIRST_TOKEN = 3;
   static final byte CLOSE = 4;
+  /** A booking's note (see {@link #offer(byte, long, WorkerId, long, int, long[], int, byte, int, long)}). */
+  static final byte NO_NOTE = 0;
+  static final byte NOTED = 1;
+  static final byte NOTED_NEW_PREFIX = 3;
 
   private static final VarHandle PUBLISHED;
   private static final VarHandle CONSUMED;
@@ -46,6 +50,9 @@ final class DeltaRing {
   private final long[] prefills;
   private final int[] blocks;
   private final int[] counts;
+  private final byte[] notes;
+  private final int[] warmBlocks;
+  private final long[] warmKeys;
   private final long[] hashes;
 
   // Producer side (plain: one producer at a time, ordered by the router's admission lock).
@@ -85,6 +92,9 @@ final class DeltaRing {
     prefills = new long[capacity];
     blocks = new int[capacity];
     counts = new int[capacity];
+    notes = new byte[capacity];
+    warmBlocks = new int[capacity];
+    warmKeys = new long[capacity];
     hashes = new long[hashCapacity];
   }
 
@@ -100,6 +110,19 @@ final class DeltaRing {
    * @return false, appending nothing, if there is no room for the record or its hashes
    */
   boolean offer(byte kind, long id, WorkerId worker, long prefill, int blockCount, long[] src, int count) {
+    return offer(kind, id, worker, prefill, blockCount, src, count, NO_NOTE, 0, 0);
+  }
+
+  /**
+   * Producer: appends a booking with its policy's note, unless the ring is full.
+   *
+   * @param note {@link #NO_NOTE}, {@link #NOTED} or {@link #NOTED_NEW_PREFIX} (the policy placed a new prefix)
+   * @param warm the prompt's blocks the policy counted as a warm prefix, 0 for none
+   * @param warmKey the sequence hash of the last of them
+   * @return false, appending nothing, if there is no room for the record or its hashes
+   */
+  boolean offer(byte kind, long id, WorkerId worker, long prefill, int blockCount, long[] src, int count, byte note,
+      int warm, long warmKey) {
     long t = tail;
     if (t - consumedSeen >= capacity) {
       consumedSeen = (long) CONSUMED.getAcquire(this);
@@ -121,6 +144,9 @@ final class DeltaRing {
     prefills[i] = prefill;
     blocks[i] = blockCount;
     counts[i] = count;
+    notes[i] = note;
+    warmBlocks[i] = warm;
+    warmKeys[i] = warmKey;
     if (count > 0) {
       int from = (int) ht & hashMask;
       int first = Math.min(count, hashCapacity - from);
@@ -148,8 +174,10 @@ final class DeltaRing {
      * One record; {@code hashes} is valid only during the call.
      *
      * @param hashes the record's hashes, {@code count} of them from index 0
+     * @param note the booking's note, {@link #NO_NOTE} for none (and for releases)
      */
-    void record(byte kind, long id, WorkerId worker, long prefill, int blocks, long[] hashes, int count);
+    void record(byte kind, long id, WorkerId worker, long prefill, int blocks, long[] hashes, int count, byte note,
+        int warmBlocks, long warmKey);
   }
 
   /**
@@ -178,7 +206,8 @@ final class DeltaRing {
       WorkerId worker = workers[i];
       workers[i] = null; // not retained once handed over
       try {
-        sink.record(kinds[i], ids[i], worker, prefills[i], blocks[i], scratch, count);
+        sink.record(kinds[i], ids[i], worker, prefills[i], blocks[i], scratch, count, notes[i], warmBlocks[i],
+            warmKeys[i]);
       } finally {
         head = h + 1;
         hashHead = hh;

@@ -19,6 +19,8 @@ final class Frame {
   static final byte BOOK_PREDICTED = 2;
   static final byte FIRST_TOKEN = 3;
   static final byte CLOSE = 4;
+  /** Set on a {@code BOOK} or {@code BOOK_PREDICTED} tag (version 2): the record ends with its policy's note. */
+  static final byte NOTE = 0x10;
 
   int kind;
   String replica = "";
@@ -42,6 +44,11 @@ final class Frame {
   int[] blocks = new int[16];
   int[] keyOffset = new int[16];
   int[] keyCount = new int[16];
+  // A booking's note: whether it has one, whether the peer's policy placed a new prefix, and its warm prefix.
+  boolean[] noted = new boolean[16];
+  boolean[] newPrefix = new boolean[16];
+  int[] warmBlocks = new int[16];
+  long[] warmKey = new long[16];
   long[] keys = new long[64];
   int keysUsed;
 
@@ -61,6 +68,10 @@ final class Frame {
       blocks = Arrays.copyOf(blocks, n);
       keyOffset = Arrays.copyOf(keyOffset, n);
       keyCount = Arrays.copyOf(keyCount, n);
+      noted = Arrays.copyOf(noted, n);
+      newPrefix = Arrays.copyOf(newPrefix, n);
+      warmBlocks = Arrays.copyOf(warmBlocks, n);
+      warmKey = Arrays.copyOf(warmKey, n);
     }
     return recordCount++;
   }

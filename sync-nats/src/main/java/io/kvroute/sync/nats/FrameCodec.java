@@ -14,7 +14,7 @@ import java.nio.charset.StandardCharsets;
  * <p>One NATS message carries one frame. Integers are unsigned LEB128 varints unless noted; ids inside a frame are
  * zigzag varints relative to the frame's base id; hashes are 8-byte big-endian.
  * <pre>
- * frame    = magic 'k' 'l' | version 1 | kind (1 byte) | replica (string) | instance (8 bytes) | seq
+ * frame    = magic 'k' 'l' | version 2 | kind (1 byte) | replica (string) | instance (8 bytes) | seq
  *            | body(kind)
  * DELTAS   : blockSize | workers | baseId | count | record*count
  * SNAPSHOT : blockSize | snapshotId | part | last (1 byte, 0 or 1) | workers | baseId | count | record*count
@@ -23,10 +23,14 @@ import java.nio.charset.StandardCharsets;
  * workers  = n | (name (string) | dataParallelRank)*n
  * record   = 1 BOOK           id | worker | prefillTokens | blocks | keyCount | key*keyCount
  *          | 2 BOOK_PREDICTED id | worker | prefillTokens | blocks | hash*blocks
+ *          | 0x11 BOOK, 0x12 BOOK_PREDICTED with a note: the same, then note
  *          | 3 FIRST_TOKEN    id
  *          | 4 CLOSE          id
+ * note     = newPrefix (1 byte, 0 or 1) | warmBlocks (at most blocks) | warmKey (8 bytes, if warmBlocks &gt; 0)
  * string   = byteLength | UTF-8 bytes (at most 255)
  * </pre>
+ * A note is what the sender's policy learned from its choice (see {@code SharedLoad.booked} with a note): peers'
+ * policies learn it too. Version 2 added notes; a version 1 frame (no notes) is still read.
  * The block size travels with every delta and snapshot frame because block hashes only agree between routers with
  * the same block size: a receiver drops frames of another block size.
  * A frame is rejected as a whole ({@link SyncFormatException}) if it is truncated, has trailing bytes, an unknown
@@ -36,7 +40,9 @@ import java.nio.charset.StandardCharsets;
 final class FrameCodec {
   static final byte MAGIC_0 = 'k';
   static final byte MAGIC_1 = 'l';
-  static final byte VERSION = 1;
+  static final byte VERSION = 2;
+  /** The oldest version read: version 1 frames are version 2's without notes. */
+  static final byte MIN_VERSION = 1;
   static final int MAX_VARINT = 10;
   static final int MAX_NAME_BYTES = 255;
   static final int MAX_WORKERS = 65_536;
@@ -107,6 +113,7 @@ final class FrameCodec {
   static final class Reader {
     private final byte[] b;
     private int pos;
+    private int version = VERSION;
 
     Reader(byte[] bytes) {
       this.b = bytes;
@@ -123,9 +130,11 @@ final class FrameCodec {
       if (b[0] != MAGIC_0 || b[1] != MAGIC_1) {
         throw new SyncFormatException("not a kvroute load-sync frame (magic " + hex(b[0]) + hex(b[1]) + ")");
       }
-      if (b[2] != VERSION) {
-        throw new SyncFormatException("unsupported frame version " + b[2] + " (this decoder reads " + VERSION + ")");
+      if (b[2] < MIN_VERSION || b[2] > VERSION) {
+        throw new SyncFormatException("unsupported frame version " + b[2] + " (this decoder reads " + MIN_VERSION
+            + " to " + VERSION + ")");
       }
+      version = b[2];
       int kind = b[3];
       pos = 4;
       if (kind < Frame.DELTAS || kind > Frame.GOODBYE) {
@@ -185,8 +194,17 @@ final class FrameCodec {
       for (int r = 0; r < count; r++) {
         need(1, "record tag");
         byte tag = b[pos++];
+        boolean noted = (tag == (Frame.BOOK | Frame.NOTE) || tag == (Frame.BOOK_PREDICTED | Frame.NOTE))
+            && version >= 2;
+        if (noted) {
+          tag = (byte) (tag & ~Frame.NOTE);
+        }
         int i = f.addRecord();
         f.tags[i] = tag;
+        f.noted[i] = noted;
+        f.newPrefix[i] = false;
+        f.warmBlocks[i] = 0;
+        f.warmKey[i] = 0;
         long delta = unzigzag(varint("record id"));
         long id = base + delta;
         if (id < 0) {
@@ -223,6 +241,19 @@ final class FrameCodec {
             }
             f.keyOffset[i] = offset;
             f.keyCount[i] = keys;
+            if (noted) {
+              need(1, "new-prefix flag");
+              int flag = b[pos++];
+              if (flag != 0 && flag != 1) {
+                throw new SyncFormatException("record " + r + " has new-prefix flag " + flag + ", not 0 or 1");
+              }
+              f.newPrefix[i] = flag == 1;
+              int warm = count("warm blocks", blocks);
+              f.warmBlocks[i] = warm;
+              if (warm > 0) {
+                f.warmKey[i] = fixedLong("warm key");
+              }
+            }
           }
           case Frame.FIRST_TOKEN, Frame.CLOSE -> { }
           default -> throw new SyncFormatException("unknown record tag " + tag + " in record " + r);

@@ -37,13 +37,20 @@ final class FrameWriter {
 
   /** A request booked on {@code worker}, carrying its load keys (a digest of its block hashes). */
   void book(long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount) {
+    book(id, worker, prefillTokens, blocks, keys, keyCount, DeltaRing.NO_NOTE, 0, 0);
+  }
+
+  /** The same, with its policy's note ({@link DeltaRing#NO_NOTE} for none): see {@link FrameCodec}'s layout. */
+  void book(long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount, byte note,
+      int warmBlocks, long warmKey) {
     checkRecord(id, prefillTokens, blocks);
+    checkNote(note, warmBlocks, blocks);
     if (keyCount < 0 || keyCount > blocks) {
       throw new IllegalArgumentException("keyCount must be in [0, blocks=" + blocks + "] but was " + keyCount);
     }
     int w = workerIndex(worker);
-    ensure(1 + 4 * FrameCodec.MAX_VARINT + 8 * keyCount);
-    body[bodySize++] = Frame.BOOK;
+    ensure(1 + 4 * FrameCodec.MAX_VARINT + 8 * keyCount + NOTE_BYTES);
+    body[bodySize++] = note == DeltaRing.NO_NOTE ? Frame.BOOK : (byte) (Frame.BOOK | Frame.NOTE);
     putId(id);
     putVarint(w);
     putVarint(prefillTokens);
@@ -52,15 +59,24 @@ final class FrameWriter {
     for (int i = 0; i < keyCount; i++) {
       putLong(keys[i]);
     }
+    putNote(note, warmBlocks, warmKey);
     records++;
   }
 
   /** A request booked on {@code worker} in approximate mode: all its block hashes, which peers also predict. */
   void bookPredicted(long id, WorkerId worker, long prefillTokens, long[] hashes, int count) {
+    bookPredicted(id, worker, prefillTokens, hashes, count, DeltaRing.NO_NOTE, 0, 0);
+  }
+
+  /** The same, with its policy's note ({@link DeltaRing#NO_NOTE} for none). */
+  void bookPredicted(long id, WorkerId worker, long prefillTokens, long[] hashes, int count, byte note,
+      int warmBlocks, long warmKey) {
     checkRecord(id, prefillTokens, count);
+    checkNote(note, warmBlocks, count);
     int w = workerIndex(worker);
-    ensure(1 + 3 * FrameCodec.MAX_VARINT + 8 * count);
-    body[bodySize++] = Frame.BOOK_PREDICTED;
+    ensure(1 + 3 * FrameCodec.MAX_VARINT + 8 * count + NOTE_BYTES);
+    body[bodySize++] = note == DeltaRing.NO_NOTE ? Frame.BOOK_PREDICTED
+        : (byte) (Frame.BOOK_PREDICTED | Frame.NOTE);
     putId(id);
     putVarint(w);
     putVarint(prefillTokens);
@@ -68,7 +84,31 @@ final class FrameWriter {
     for (int i = 0; i < count; i++) {
       putLong(hashes[i]);
     }
+    putNote(note, warmBlocks, warmKey);
     records++;
+  }
+
+  /** The most bytes a note takes: its new-prefix flag, warm blocks and warm key. */
+  private static final int NOTE_BYTES = 1 + FrameCodec.MAX_VARINT + 8;
+
+  private static void checkNote(byte note, int warmBlocks, int blocks) {
+    if (note != DeltaRing.NO_NOTE && note != DeltaRing.NOTED && note != DeltaRing.NOTED_NEW_PREFIX) {
+      throw new IllegalArgumentException("note must be NO_NOTE, NOTED or NOTED_NEW_PREFIX but was " + note);
+    }
+    if (warmBlocks < 0 || warmBlocks > blocks) {
+      throw new IllegalArgumentException("warmBlocks must be in [0, blocks=" + blocks + "] but was " + warmBlocks);
+    }
+  }
+
+  private void putNote(byte note, int warmBlocks, long warmKey) {
+    if (note == DeltaRing.NO_NOTE) {
+      return;
+    }
+    body[bodySize++] = (byte) (note == DeltaRing.NOTED_NEW_PREFIX ? 1 : 0);
+    putVarint(warmBlocks);
+    if (warmBlocks > 0) {
+      putLong(warmKey);
+    }
   }
 
   /** The booked request produced its first token: its pending prefill tokens are released. */

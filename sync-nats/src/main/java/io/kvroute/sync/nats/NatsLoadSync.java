@@ -358,19 +358,39 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   @Override
   public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
       boolean predicted) {
+    booked(bookingId, worker, prefillTokens, hashes, blocks, predicted, DeltaRing.NO_NOTE, 0);
+  }
+
+  /**
+   * Also shares what the router's policy learned from the choice (the warm prefix it counted and whether it placed
+   * a new prefix), which peers feed to their own policy: about 10 bytes more per booking.
+   */
+  @Override
+  public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
+      boolean predicted, int warmBlocks, boolean newPrefix) {
+    booked(bookingId, worker, prefillTokens, hashes, blocks, predicted,
+        newPrefix ? DeltaRing.NOTED_NEW_PREFIX : DeltaRing.NOTED, warmBlocks);
+  }
+
+  private void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
+      boolean predicted, byte note, int warmBlocks) {
+    int warm = warmBlocks < 0 || warmBlocks > blocks ? 0 : warmBlocks;
+    long warmKey = warm > 0 ? hashes[warm - 1] : 0;
     boolean offered;
     if (blocks < 0 || blocks > FrameCodec.MAX_BLOCKS) {
       offered = false;
     } else if (predicted) {
       offered = blocks <= RING_HASHES
-          && ring.offer(DeltaRing.BOOK_PREDICTED, bookingId, worker, prefillTokens, blocks, hashes, blocks);
+          && ring.offer(DeltaRing.BOOK_PREDICTED, bookingId, worker, prefillTokens, blocks, hashes, blocks, note,
+              warm, warmKey);
     } else {
       int n = RemoteLoad.loadKeyCount(blocks);
       if (producerKeys.length < n) {
         producerKeys = new long[Math.max(n, 2 * producerKeys.length)];
       }
       RemoteLoad.loadKeys(hashes, blocks, producerKeys);
-      offered = ring.offer(DeltaRing.BOOK, bookingId, worker, prefillTokens, blocks, producerKeys, n);
+      offered = ring.offer(DeltaRing.BOOK, bookingId, worker, prefillTokens, blocks, producerKeys, n, note, warm,
+          warmKey);
     }
     if (offered) {
       wake();
@@ -426,7 +446,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
           // The ring again first: whatever the hooks offered before a refused release is published by now.
           ring.drain(localSink, drainScratch);
           for (int i = 0; i < overflowCount; i++) {
-            applyLocal(overflowKinds[i], overflowIds[i], null, 0, 0, NO_HASHES, 0);
+            applyLocal(overflowKinds[i], overflowIds[i], null, 0, 0, NO_HASHES, 0, DeltaRing.NO_NOTE, 0, 0);
           }
           overflowCount = 0;
           overflowed = false;
@@ -439,7 +459,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
 
   /** Under publishLock: one local delta. */
   private void applyLocal(byte kind, long id, @Nullable WorkerId worker, long prefill, int blocks, long[] hashes,
-      int count) {
+      int count, byte note, int warmBlocks, long warmKey) {
     switch (kind) {
       case DeltaRing.BOOK, DeltaRing.BOOK_PREDICTED -> {
         if (open.size() >= MAX_OPEN_BOOKINGS || worker == null) {
@@ -475,9 +495,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         if (drainConnection == null) {
           deltasDropped.incrementAndGet();
         } else if (kind == DeltaRing.BOOK_PREDICTED) {
-          writer.bookPredicted(id, worker, prefill, hashes, count);
+          writer.bookPredicted(id, worker, prefill, hashes, count, note, warmBlocks, warmKey);
         } else {
-          writer.book(id, worker, prefill, blocks, keys, n);
+          writer.book(id, worker, prefill, blocks, keys, n, note, warmBlocks, warmKey);
         }
       }
       case DeltaRing.FIRST_TOKEN -> {

@@ -205,13 +205,12 @@ final class PeerTable {
           if (keys != RemoteLoad.loadKeyCount(blocks)) {
             continue; // a peer with another key stride: its booking counts requests, not blocks
           }
-          if (f.keyOffset[i] == 0) {
-            view.booked(replica, id, f.worker(i), f.prefill[i], blocks, f.keys, keys);
-          } else {
-            long[] k = scratch(keys);
+          long[] k = f.keys;
+          if (f.keyOffset[i] != 0) {
+            k = scratch(keys);
             System.arraycopy(f.keys, f.keyOffset[i], k, 0, keys);
-            view.booked(replica, id, f.worker(i), f.prefill[i], blocks, k, keys);
           }
+          book(replica, id, f, i, blocks, k, keys);
         }
         case Frame.BOOK_PREDICTED -> {
           int blocks = f.blocks[i];
@@ -223,12 +222,22 @@ final class PeerTable {
           view.predicted(f.worker(i), hashes, blocks);
           long[] k = scratch(RemoteLoad.loadKeyCount(blocks));
           int n = RemoteLoad.loadKeys(hashes, blocks, k);
-          view.booked(replica, id, f.worker(i), f.prefill[i], blocks, k, n);
+          book(replica, id, f, i, blocks, k, n);
         }
         case Frame.FIRST_TOKEN -> view.firstToken(replica, id);
         case Frame.CLOSE -> view.closed(replica, id);
         default -> { }
       }
+    }
+  }
+
+  /** A delta's booking, with its policy's note when it has one (a snapshot's bookings are applied without). */
+  private void book(String replica, long id, Frame f, int i, int blocks, long[] keys, int keyCount) {
+    if (f.noted[i]) {
+      view.booked(replica, id, f.worker(i), f.prefill[i], blocks, keys, keyCount, f.warmBlocks[i], f.warmKey[i],
+          f.newPrefix[i]);
+    } else {
+      view.booked(replica, id, f.worker(i), f.prefill[i], blocks, keys, keyCount);
     }
   }
 

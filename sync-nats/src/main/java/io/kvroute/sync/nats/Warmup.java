@@ -15,7 +15,8 @@ import java.util.Map;
  * table; the codec is stateless).
  *
  * <p>The table holds, per worker, the block hashes this replica predicted there, each with the time it was last
- * predicted, in recency order: at most {@code maxBlocks} in all (the least recently predicted go first) and none
+ * predicted, in recency order (a prompt's first block the most recent of its blocks): at most {@code maxBlocks} in
+ * all (the least recently predicted go first) and none
  * older than the maximum age. It is fed on the publisher thread from the frames this replica publishes, never on the
  * selecting thread.
  *
@@ -50,10 +51,16 @@ final class Warmup {
     return Math.max(1, (maxBytes - 4096) / 8);
   }
 
-  /** Records that this replica predicted {@code hashes[offset, offset + count)} on {@code worker} at {@code now}. */
+  /**
+   * Records that this replica predicted {@code hashes[offset, offset + count)} on {@code worker} at {@code now}.
+   * The prompt's blocks are taken last to first, so its first block counts as the most recent: the bound then drops
+   * a prompt's blocks from its end, and what a snapshot keeps of each prompt is a prefix of it (a prefix routed
+   * again later is more recent still). The router's prediction index relies on that: a worker predicted to hold a
+   * block holds every block before it (its selections match a sample of the blocks).
+   */
   synchronized void record(WorkerId worker, long[] hashes, int offset, int count, long nowNanos) {
     Long2LongLinkedOpenHashMap m = byWorker.computeIfAbsent(worker, w -> new Long2LongLinkedOpenHashMap());
-    for (int i = 0; i < count; i++) {
+    for (int i = count - 1; i >= 0; i--) {
       long h = hashes[offset + i];
       if (!m.containsKey(h)) {
         blocks++;

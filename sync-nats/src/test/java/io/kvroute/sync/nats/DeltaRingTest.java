@@ -26,11 +26,13 @@ class DeltaRingTest {
   private static final WorkerId[] WORKERS = {WorkerId.of("w0"), WorkerId.of("w1"), WorkerId.of("w2")};
 
   /** One record as offered. */
-  private record Rec(byte kind, long id, WorkerId worker, long prefill, int blocks, long[] hashes) {
+  private record Rec(byte kind, long id, WorkerId worker, long prefill, int blocks, long[] hashes, byte note,
+      int warm, long warmKey) {
     @Override
     public boolean equals(Object o) {
       return o instanceof Rec r && r.kind == kind && r.id == id && r.worker == worker && r.prefill == prefill
-          && r.blocks == blocks && Arrays.equals(r.hashes, hashes);
+          && r.blocks == blocks && Arrays.equals(r.hashes, hashes) && r.note == note && r.warm == warm
+          && r.warmKey == warmKey;
     }
 
     @Override
@@ -40,7 +42,8 @@ class DeltaRingTest {
 
     @Override
     public String toString() {
-      return kind + ":" + id + ":" + worker + ":" + prefill + ":" + blocks + ":" + hashes.length;
+      return kind + ":" + id + ":" + worker + ":" + prefill + ":" + blocks + ":" + hashes.length + ":" + note + ":"
+          + warm + ":" + warmKey;
     }
   }
 
@@ -48,18 +51,26 @@ class DeltaRingTest {
     byte kind = (byte) (1 + random.nextInt(4));
     int count = kind <= DeltaRing.BOOK_PREDICTED ? random.nextInt(maxHashes + 1) : 0;
     long[] hashes = random.longs(count).toArray();
-    return new Rec(kind, id, kind <= DeltaRing.BOOK_PREDICTED ? WORKERS[random.nextInt(3)] : null,
-        random.nextLong(1 << 20), random.nextInt(1 << 16), hashes);
+    boolean book = kind <= DeltaRing.BOOK_PREDICTED;
+    byte note = book ? new byte[] {DeltaRing.NO_NOTE, DeltaRing.NOTED, DeltaRing.NOTED_NEW_PREFIX}[random.nextInt(3)]
+        : DeltaRing.NO_NOTE;
+    int warm = note == DeltaRing.NO_NOTE ? 0 : random.nextInt(count + 1);
+    return new Rec(kind, id, book ? WORKERS[random.nextInt(3)] : null, random.nextLong(1 << 20),
+        random.nextInt(1 << 16), hashes, note, warm, warm > 0 ? random.nextLong() : 0);
   }
 
   private static boolean offer(DeltaRing ring, Rec r) {
-    return ring.offer(r.kind, r.id, r.worker, r.prefill, r.blocks, r.hashes, r.hashes.length);
+    return r.note == DeltaRing.NO_NOTE && r.warm == 0 && r.warmKey == 0 && (r.id & 1) == 0
+        ? ring.offer(r.kind, r.id, r.worker, r.prefill, r.blocks, r.hashes, r.hashes.length) // the short form
+        : ring.offer(r.kind, r.id, r.worker, r.prefill, r.blocks, r.hashes, r.hashes.length, r.note, r.warm,
+            r.warmKey);
   }
 
   private static List<Rec> drain(DeltaRing ring, long[] scratch) {
     List<Rec> out = new ArrayList<>();
-    ring.drain((kind, id, worker, prefill, blocks, hashes, count) ->
-        out.add(new Rec(kind, id, worker, prefill, blocks, Arrays.copyOf(hashes, count))), scratch);
+    ring.drain((kind, id, worker, prefill, blocks, hashes, count, note, warm, warmKey) ->
+        out.add(new Rec(kind, id, worker, prefill, blocks, Arrays.copyOf(hashes, count), note, warm, warmKey)),
+        scratch);
     return out;
   }
 
@@ -119,7 +130,7 @@ class DeltaRingTest {
     for (long id = 1; id <= 3; id++) {
       assertTrue(ring.offer(DeltaRing.CLOSE, id, null, 0, 0, new long[0], 0));
     }
-    assertThrows(IllegalStateException.class, () -> ring.drain((kind, id, w, p, b, h, c) -> {
+    assertThrows(IllegalStateException.class, () -> ring.drain((kind, id, w, p, b, h, c, note, warm, key) -> {
       throw new IllegalStateException("bad record " + id);
     }, scratch));
     List<Rec> rest = drain(ring, scratch);
@@ -165,7 +176,7 @@ class DeltaRingTest {
       if (ring.isEmpty()) {
         Thread.yield();
       }
-      ring.drain((kind, id, worker, prefill, blocks, hashes, count) -> {
+      ring.drain((kind, id, worker, prefill, blocks, hashes, count, note, warm, warmKey) -> {
         try {
           assertEquals(next[0], id, "in order");
           assertEquals(WORKERS[(int) (id % 3)], worker);

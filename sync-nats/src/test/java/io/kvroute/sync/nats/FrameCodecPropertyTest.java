@@ -2,6 +2,7 @@ package io.kvroute.sync.nats;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -27,7 +28,24 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class FrameCodecPropertyTest {
   /** One generated record: the model the decoded frame must match. */
-  record Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys) {}
+  record Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys, byte note, int warm,
+      long warmKey) {
+    Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys) {
+      this(tag, id, worker, prefill, blocks, keys, DeltaRing.NO_NOTE, 0, 0);
+    }
+  }
+
+  /** Appends {@code r} to {@code writer}, a booking with its note. */
+  static void write(FrameWriter writer, Rec r) {
+    switch (r.tag) {
+      case Frame.BOOK -> writer.book(r.id, r.worker, r.prefill, r.blocks, r.keys, r.keys.length, r.note, r.warm,
+          r.warmKey);
+      case Frame.BOOK_PREDICTED -> writer.bookPredicted(r.id, r.worker, r.prefill, r.keys, r.keys.length, r.note,
+          r.warm, r.warmKey);
+      case Frame.FIRST_TOKEN -> writer.firstToken(r.id);
+      default -> writer.close(r.id);
+    }
+  }
 
   static Stream<Arguments> seeds() {
     return LongStream.rangeClosed(1, 40).mapToObj(seed -> Arguments.of(seed));
@@ -42,12 +60,7 @@ class FrameCodecPropertyTest {
     for (int round = 0; round < 5; round++) { // the writer is reused across frames
       List<Rec> model = randomRecords(random);
       for (Rec r : model) {
-        switch (r.tag) {
-          case Frame.BOOK -> writer.book(r.id, r.worker, r.prefill, r.blocks, r.keys, r.keys.length);
-          case Frame.BOOK_PREDICTED -> writer.bookPredicted(r.id, r.worker, r.prefill, r.keys, r.keys.length);
-          case Frame.FIRST_TOKEN -> writer.firstToken(r.id);
-          default -> writer.close(r.id);
-        }
+        write(writer, r);
       }
       boolean snapshot = random.nextBoolean();
       String replica = "gw-" + random.nextInt(1000) + (random.nextBoolean() ? "-é" : "");
@@ -84,6 +97,13 @@ class FrameCodecPropertyTest {
           assertEquals(r.blocks, frame.blocks[i], at);
           assertArrayEquals(r.keys, Arrays.copyOfRange(frame.keys, frame.keyOffset[i],
               frame.keyOffset[i] + frame.keyCount[i]), at);
+          assertEquals(r.note != DeltaRing.NO_NOTE, frame.noted[i], at + " noted");
+          assertEquals(r.note == DeltaRing.NOTED_NEW_PREFIX, frame.newPrefix[i], at + " new prefix");
+          int warm = r.note == DeltaRing.NO_NOTE ? 0 : r.warm; // without a note nothing of it is sent
+          assertEquals(warm, frame.warmBlocks[i], at + " warm blocks");
+          assertEquals(warm > 0 ? r.warmKey : 0, frame.warmKey[i], at + " warm key");
+        } else {
+          assertFalse(frame.noted[i], at + " a release has no note");
         }
       }
       // Each distinct worker named once per frame: the table is no larger than the distinct workers booked.
@@ -146,7 +166,7 @@ class FrameCodecPropertyTest {
   void layoutMatchesAnIndependentEncoding() {
     // DELTAS from "a", instance 0x0102030405060708, seq 300, one worker "w" rank 2, base id 1000, three records:
     // BOOK id 1000 on w, 37 prefill tokens, 9 blocks, keys {7, -1}; FIRST_TOKEN id 998; CLOSE id 1001.
-    Bytes x = new Bytes().raw('k', 'l', 1, 0).str("a").raw(1, 2, 3, 4, 5, 6, 7, 8).raw(0xAC, 0x02) // seq 300
+    Bytes x = new Bytes().raw('k', 'l', 2, 0).str("a").raw(1, 2, 3, 4, 5, 6, 7, 8).raw(0xAC, 0x02) // seq 300
         .raw(16) // block size
         .raw(1).str("w").raw(2) // workers
         .raw(0xE8, 0x07) // base 1000
@@ -161,8 +181,28 @@ class FrameCodecPropertyTest {
     writer.close(1001);
     assertArrayEquals(x.toArray(), writer.finish(Frame.DELTAS, "a", 0x0102030405060708L, 300, 16, 0, 0, false));
 
+    // A noted BOOK (tag 0x11): the same record, then new prefix 1, 3 warm blocks, warm key 5; a noted BOOK_PREDICTED
+    // (0x12) of 1 block with no warm prefix: flag 0, 0 blocks, no key.
+    Bytes noted = new Bytes().raw('k', 'l', 2, 0).str("a").fixed(9).raw(1).raw(16).raw(1).str("w").raw(2).raw(10)
+        .raw(2)
+        .raw(0x11, 0, 0, 37, 9, 2).fixed(7).fixed(-1).raw(1, 3).fixed(5)
+        .raw(0x12, 2, 0, 4, 1).fixed(8).raw(0, 0);
+    writer.book(10, w, 37, 9, new long[] {7, -1}, 2, DeltaRing.NOTED_NEW_PREFIX, 3, 5);
+    writer.bookPredicted(11, w, 4, new long[] {8}, 1, DeltaRing.NOTED, 0, 99);
+    assertArrayEquals(noted.toArray(), writer.finish(Frame.DELTAS, "a", 9, 1, 16, 0, 0, false));
+
+    // A version 1 frame (no notes) is still read.
+    Bytes v1 = new Bytes().raw('k', 'l', 1, 0).str("a").fixed(9).raw(1).raw(16).raw(1).str("w").raw(2).raw(10)
+        .raw(1).raw(1, 0, 0, 37, 9, 2).fixed(7).fixed(-1);
+    Frame old = new Frame();
+    FrameCodec.decode(v1.toArray(), old);
+    assertEquals(1, old.recordCount);
+    assertEquals(Frame.BOOK, old.tags[0]);
+    assertFalse(old.noted[0]);
+    assertEquals(9, old.blocks[0]);
+
     byte[] request = FrameCodec.control(Frame.SNAPSHOT_REQUEST, "b", -1, 5, "a");
-    assertArrayEquals(new Bytes().raw('k', 'l', 1, 2).str("b").fixed(-1).raw(5).str("a").toArray(), request);
+    assertArrayEquals(new Bytes().raw('k', 'l', 2, 2).str("b").fixed(-1).raw(5).str("a").toArray(), request);
     Frame frame = new Frame();
     FrameCodec.decode(request, frame);
     assertEquals("a", frame.target);
@@ -186,6 +226,14 @@ class FrameCodecPropertyTest {
     // A worker index outside the table.
     assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
         .raw(1, 0, 1, 0, 0, 0), "names worker 1", f);
+    // A note in a version 1 frame: an unknown tag there.
+    assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
+        .raw(0x11, 0, 0, 0, 0, 0).raw(0, 0), "tag 17", f);
+    // A note's flag other than 0 or 1, and more warm blocks than the booking has.
+    assertFault(new Bytes().raw('k', 'l', 2, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
+        .raw(0x11, 0, 0, 0, 0, 0).raw(2, 0), "new-prefix flag", f);
+    assertFault(new Bytes().raw('k', 'l', 2, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
+        .raw(0x11, 0, 0, 0, 2, 0).raw(0, 3).fixed(1), "warm blocks", f);
     // An unknown record tag.
     assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(0).raw(0).raw(1).raw(9, 0),
         "tag 9", f);
@@ -220,12 +268,7 @@ class FrameCodecPropertyTest {
   static byte[] randomFrame(SplittableRandom random) {
     FrameWriter writer = new FrameWriter();
     for (Rec r : randomRecords(random)) {
-      switch (r.tag) {
-        case Frame.BOOK -> writer.book(r.id, r.worker, r.prefill, r.blocks, r.keys, r.keys.length);
-        case Frame.BOOK_PREDICTED -> writer.bookPredicted(r.id, r.worker, r.prefill, r.keys, r.keys.length);
-        case Frame.FIRST_TOKEN -> writer.firstToken(r.id);
-        default -> writer.close(r.id);
-      }
+      write(writer, r);
     }
     return writer.finish(random.nextBoolean() ? Frame.SNAPSHOT : Frame.DELTAS, "r" + random.nextInt(100),
         random.nextLong(), random.nextLong(0, 1L << 50), 16, random.nextLong(0, 1000), random.nextInt(5),
@@ -247,17 +290,22 @@ class FrameCodecPropertyTest {
       if (kind == 0) {
         int blocks = random.nextInt(0, 300);
         long[] keys = random.longs(random.nextInt(0, blocks + 1)).toArray();
-        records.add(new Rec(Frame.BOOK, nextId++, w, random.nextLong(0, 1L << 40), blocks, keys));
+        records.add(new Rec(Frame.BOOK, nextId++, w, random.nextLong(0, 1L << 40), blocks, keys,
+            randomNote(random), random.nextInt(blocks + 1), random.nextLong()));
       } else if (kind == 1) {
         int blocks = random.nextInt(0, 200);
         records.add(new Rec(Frame.BOOK_PREDICTED, nextId++, w, random.nextLong(0, 100_000), blocks,
-            random.longs(blocks).toArray()));
+            random.longs(blocks).toArray(), randomNote(random), random.nextInt(blocks + 1), random.nextLong()));
       } else {
         long id = Math.max(0, nextId - 1 - random.nextInt(500));
         records.add(new Rec(kind == 2 ? Frame.FIRST_TOKEN : Frame.CLOSE, id, w, 0, 0, new long[0]));
       }
     }
     return records;
+  }
+
+  private static byte randomNote(SplittableRandom random) {
+    return new byte[] {DeltaRing.NO_NOTE, DeltaRing.NOTED, DeltaRing.NOTED_NEW_PREFIX}[random.nextInt(3)];
   }
 
   /** An independent little byte-string builder for hand-written frames. */

@@ -2,7 +2,9 @@ package io.kvroute.sync.nats;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.kvroute.WorkerId;
@@ -48,7 +50,7 @@ class WarmupPropertyTest {
         hashes[i] = random.nextInt(300); // repeats, within and across prompts
       }
       table.record(w, hashes, 3, count, now);
-      for (int i = 0; i < count; i++) {
+      for (int i = count - 1; i >= 0; i--) { // last block first: the first counts as the most recent
         long h = hashes[3 + i];
         model.removeIf(e -> e.worker.equals(w) && e.hash == h);
         model.add(new Entry(w, h, now));
@@ -79,6 +81,66 @@ class WarmupPropertyTest {
     assertEquals(expected.keySet(), actual.keySet());
     expected.forEach((w, hashes) -> assertEquals(hashes, actual.get(w), "hashes of " + w + ", oldest first"));
     assertEquals(model.size(), table.blocks(), "encoding dropped the expired hashes from the table too");
+  }
+
+  /**
+   * Prompts that share prefixes (trees of block chains, as a router's sequence hashes are), recorded under a bound
+   * far below them: what a snapshot keeps of every recorded prompt is a prefix of it, the property the router's
+   * sampled prediction match relies on (a block predicted means every block before it is).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aSnapshotKeepsAPrefixOfEveryPrompt(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    Warmup table = new Warmup(1 + random.nextInt(120));
+    WorkerId[] workers = {WorkerId.of("w0"), WorkerId.of("w1")};
+    List<long[]> prompts = new ArrayList<>();
+    List<WorkerId> routedTo = new ArrayList<>();
+    long now = 0;
+    for (int round = 0; round < 80; round++) {
+      now += random.nextInt(1, 100);
+      long[] prompt;
+      if (prompts.isEmpty() || random.nextInt(3) == 0) {
+        prompt = random.longs(1 + random.nextInt(30)).toArray(); // a new chain
+      } else { // a prefix of an earlier prompt and a tail of its own
+        long[] base = prompts.get(random.nextInt(prompts.size()));
+        int keep = 1 + random.nextInt(base.length);
+        prompt = java.util.Arrays.copyOf(base, keep + random.nextInt(20));
+        for (int i = keep; i < prompt.length; i++) {
+          prompt[i] = random.nextLong();
+        }
+      }
+      WorkerId w = workers[random.nextInt(workers.length)];
+      table.record(w, prompt, 0, prompt.length, now);
+      prompts.add(prompt);
+      routedTo.add(w);
+    }
+    Warmup.Snapshot s = Warmup.decode(table.encode(16, now, Long.MAX_VALUE, 1));
+    Map<WorkerId, java.util.Set<Long>> kept = new LinkedHashMap<>();
+    for (int i = 0; i < s.workers().size(); i++) {
+      java.util.Set<Long> set = new java.util.HashSet<>();
+      for (long h : s.hashes().get(i)) {
+        set.add(h);
+      }
+      kept.put(s.workers().get(i), set);
+    }
+    int partial = 0;
+    for (int p = 0; p < prompts.size(); p++) {
+      long[] prompt = prompts.get(p);
+      java.util.Set<Long> held = kept.getOrDefault(routedTo.get(p), java.util.Set.of());
+      int depth = 0;
+      while (depth < prompt.length && held.contains(prompt[depth])) {
+        depth++;
+      }
+      for (int i = depth; i < prompt.length; i++) {
+        assertFalse(held.contains(prompt[i]), "prompt " + p + ": block " + i + " kept after block " + depth
+            + " was dropped");
+      }
+      if (depth > 0 && depth < prompt.length) {
+        partial++;
+      }
+    }
+    assertTrue(partial > 0 || table.blocks() < 2, "the bound cut no prompt short: nothing was checked");
   }
 
   @ParameterizedTest(name = "seed {0}")

@@ -137,13 +137,19 @@ class WarmupTest {
       assertEquals(Warmup.blocksFor(maxBytes), snapshot.blocks(), "filled to the bound, the oldest left out");
       assertTrue(Math.abs(System.currentTimeMillis() - snapshot.writtenAtMillis()) < 60_000);
       // The most recent prompt is kept whole (the least recently predicted go first): its 64 blocks are the last
-      // hashes of the worker it was routed to.
+      // hashes of the worker it was routed to, its last block first (a prompt's first block counts as its most
+      // recent, so that the bound cuts prompts from their ends).
       Routing again = a.select(prompt(39, 39, 0)); // a predicts its own routing: the same worker
       int w = snapshot.workers().indexOf(again.workerId());
       assertTrue(w >= 0, "the last prompt's worker is in the snapshot");
       long[] hashes = snapshot.hashes().get(w);
       long[] expected = a.indexer().hasher().sequenceHashes(prompt(39, 39, 0));
       assertEquals(PREFIX_BLOCKS, expected.length);
+      for (int i = 0, j = expected.length - 1; i < j; i++, j--) {
+        long t = expected[i];
+        expected[i] = expected[j];
+        expected[j] = t;
+      }
       assertEquals(java.util.Arrays.toString(expected), java.util.Arrays.toString(
           java.util.Arrays.copyOfRange(hashes, hashes.length - PREFIX_BLOCKS, hashes.length)));
     }
