@@ -23,7 +23,8 @@ import java.util.Objects;
  *       and the load bound already count.
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
  *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
- *       its last holder, from the router's count of active blocks by holder number). The cache size is the
+ *       its last holder, from the router's count of active blocks by holder number; at least one whole finish,
+ *       see {@link #atLeastOneFinish}). The cache size is the
  *       largest cached tree seen, which is known to be the capacity once the tree shrank (an eviction) or the
  *       engine reported waiting requests with fewer free blocks than a prompt needs (it waits for memory, see
  *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
@@ -36,7 +37,8 @@ import java.util.Objects;
  *       (see {@code evictedShare}).
  * </ul>
  * The cost also charges what a choice costs the other requests (marginal-cost routing): the delay its prefill adds
- * to those that arrive at the worker and wait behind it ({@link #externality}), and, when the prompt's longest
+ * to those that arrive at the worker and wait behind it ({@link #externality}), the delay its KV blocks beyond a full
+ * cache add to them ({@link #memoryExternality}), and, when the prompt's longest
  * cached prefix is reused for the first time at a full holder, the room the holder's copy keeps taking once a copy
  * elsewhere leaves it without users ({@link #holderCopyGoesStale}).
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
@@ -236,6 +238,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       overs = new boolean[costs.length];
       pastShare = new boolean[costs.length];
       exts = new double[costs.length];
+      excess = new double[costs.length];
       stales = new double[costs.length];
       works = new double[costs.length];
       byCandidate = new Model[costs.length];
@@ -263,7 +266,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     for (int i = 0; i < n; i++) {
       Model m = byCandidate[i];
       cost(c, i, m, m.blend(m.b, fleetSlope), m.blend(m.a, fleetIntercept), maxHitBlocks, bestHit);
-      exts[i] = externality(i, m, shareSum);
+      exts[i] = externality(i, m, shareSum) + memoryExternality(i, m, shareSum);
       costs[i] += exts[i];
       minTtft = Math.min(minTtft, ttfts[i]);
       if (ttfts[i] < ttfts[fastest]) {
@@ -373,6 +376,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   private boolean[] overs = new boolean[8];
   private boolean[] pastShare = new boolean[8];
   private double[] exts = new double[8];
+  // Per candidate: the blocks this request would pin beyond the cache there, at most its own new ones (see
+  // memoryExternality).
+  private double[] excess = new double[8];
   private double[] stales = new double[8];
   private double[] works = new double[8];
   // Whether this selection's longest cached prefix is reused for the first time at its holder (see
@@ -392,6 +398,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     int active = c.activeRequests(i);
     double own = intercept + slope * uncached;
     double ttft = own + slope * c.prefillTokens(i);
+    excess[i] = 0;
     if (!Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
       // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
@@ -402,7 +409,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       double over = pinned - memoryCapacity(m);
       if (over > 0 && active > 0) {
         long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
-        ttft += finishing(c, i, active, (m.footprint - 1) * booked, over) * m.serviceNanos / active;
+        double finishes = atLeastOneFinish(finishing(c, i, active, (m.footprint - 1) * booked, over));
+        ttft += finishes * m.serviceNanos / active;
+        excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
       }
     }
     double price = 0;
@@ -444,6 +453,55 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       return 0;
     }
     return delayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, works[i], ttfts[i] - owns[i]);
+  }
+
+  /**
+   * The delay candidate {@code i}'s KV memory use would add to the requests that arrive at the worker while this one
+   * runs, in nanoseconds: the memory counterpart of {@link #externality}, charged where this request would pin
+   * blocks beyond the cache ({@code excess}, at most its own new blocks).
+   *
+   * <p>A worker whose cache is full admits a request only as running ones free their blocks: memory, not compute,
+   * sets its pace, and it turns over its {@code capacity} blocks about once per service time {@code S}. This
+   * request's excess blocks, held for {@code S}, are memory the requests queued behind it wait for: each of them is
+   * admitted about {@code excess x S / capacity} later, and those are the requests that arrive while it runs,
+   * {@code rate x S} of them. So {@link #memoryDelayToOthers} is {@code rate x S x excess x S / capacity}. A request
+   * joining its prefix's holder adds only its tail there (21 of 148 blocks on the article's grid), a cold copy its
+   * whole prompt, which the compute externality does not see: on 3 workers, c16, 7 kinds, every worker memory-bound,
+   * predicted memory waits that differ by noise sent requests cold to the worker predicted to wait least, whose
+   * cache they then crowded (hit rate 91% and falling as the waits were modelled more exactly; see docs/ROUTING.md).
+   */
+  private double memoryExternality(int i, Model m, double shareSum) {
+    if (!(excess[i] > 0) || !(shareSum > 0) || !(meanArrivalGapNanos > 0)) {
+      return 0;
+    }
+    return memoryDelayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, m.serviceNanos, excess[i],
+        memoryCapacity(m));
+  }
+
+  /**
+   * The expected delay, in nanoseconds, that {@code excess} blocks held beyond a full cache of {@code capacity}
+   * blocks for a service time of {@code serviceNanos} add to requests arriving at {@code rate} per nanosecond (see
+   * {@link #memoryExternality}): {@code rate x serviceNanos x excess x serviceNanos / capacity}.
+   */
+  static double memoryDelayToOthers(double rate, double serviceNanos, double excess, double capacity) {
+    if (!(capacity > 0)) {
+      return 0;
+    }
+    return rate * serviceNanos * (excess * serviceNanos / capacity);
+  }
+
+  /**
+   * How many finishes a memory wait counts, given the fractional {@code k} of {@link #finishing}: at least one. An
+   * engine frees a request's blocks only when it finishes, all at once, so a request that needs any block freed
+   * waits for a whole finish; {@code k} in proportion predicted a small part of one where a whole one was waited
+   * for (3 workers, c8, 12 kinds, seed 3: 0.13 of a finish, 43 ms predicted, 380 ms waited; 6 workers, c32, 12
+   * kinds, seed 2: 106 ms predicted, 584-866 ms waited). Beyond one finish, {@code k} interpolates between
+   * finishes, as the blocks needed are an expectation over which requests finish first; rounding every {@code k}
+   * up (branch {@code policy8}) over-predicted the deep waits where several must finish (3 workers, c16, 7 kinds:
+   * p99 263 -> 624 ms at seed 1).
+   */
+  static double atLeastOneFinish(double k) {
+    return k > 0 ? Math.max(1, k) : k;
   }
 
   /**
@@ -843,8 +901,10 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
     for (Model m : models.values()) {
       m.routedShare *= keep;
+      m.servedShare *= servedKeep;
     }
     chosen.routedShare += 1 - keep;
+    chosen.servedShare += 1 - servedKeep; // the peer's request is load this worker serves too (see pastItsShare)
     if (warmBlocks > 0) {
       chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
     }

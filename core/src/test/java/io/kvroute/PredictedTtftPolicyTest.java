@@ -572,4 +572,41 @@ class PredictedTtftPolicyTest {
       assertEquals(0, policy.select(c), "selection " + i + ": the holder");
     }
   }
+
+  /**
+   * Nothing is freed before a whole request finishes. With the histogram of {@link #aSharedPrefixIsFreedOnlyWithItsLastHolder}
+   * (two active requests, 6 single-holder blocks and 16 shared by both), 1 block over the cache is freed in
+   * expectation after k = 1/3 of a finish (the tails in proportion, 6 x k / 2 = 1; the shared blocks need both), but
+   * it is waited for until one request has finished: the wait counts 1; beyond one, k is kept (10 blocks:
+   * 3k + 8k(k - 1) = 10, k = (5 + sqrt(345)) / 16 = 1.47).
+   */
+  @Test
+  void aMemoryWaitCountsAtLeastOneWholeFinish() {
+    Candidates c = candidates(0, 600);
+    long[] histogram = new long[LoadTracker.MAX_HOLDERS + 1];
+    histogram[1] = 6;
+    histogram[2] = 16;
+    c.setHolderBlocks(0, histogram);
+    double k = PredictedTtftPolicy.finishing(c, 0, 2, 0, 1);
+    assertEquals(1.0 / 3, k, 1e-5);
+    assertEquals(1.0, PredictedTtftPolicy.atLeastOneFinish(k), 1e-12);
+    double deeper = PredictedTtftPolicy.finishing(c, 0, 2, 0, 10);
+    assertEquals((5 + Math.sqrt(345)) / 16, PredictedTtftPolicy.atLeastOneFinish(deeper), 1e-5);
+    assertEquals(0.0, PredictedTtftPolicy.atLeastOneFinish(0), 0.0, "nothing to wait for");
+  }
+
+  /**
+   * Requests arrive at a full worker at 4 per second for 1.5 s each; its cache holds 600 blocks, turned over once
+   * per service time. A request holding 150 blocks beyond the cache delays each of the 4 x 1.5 = 6 requests that
+   * arrive while it runs by 150 / 600 of a service time, 0.375 s: 2.25 s in all. A request that adds only a 20-block
+   * tail delays them by 6 x 20 / 600 x 1.5 s = 0.3 s; nothing is charged without a known cache.
+   */
+  @Test
+  void blocksHeldBeyondAFullCacheDelayTheRequestsArrivingWhileTheyAreHeld() {
+    double rate = 4 / 1e9;
+    double service = 1.5e9;
+    assertEquals(2.25e9, PredictedTtftPolicy.memoryDelayToOthers(rate, service, 150, 600), 1);
+    assertEquals(0.3e9, PredictedTtftPolicy.memoryDelayToOthers(rate, service, 20, 600), 1);
+    assertEquals(0, PredictedTtftPolicy.memoryDelayToOthers(rate, service, 20, 0));
+  }
 }

@@ -21,7 +21,8 @@ class SuiteTest {
 
   /**
    * The CI guard of issue 15: in every scenario of the reduced suite, {@code predictedTtft} keeps at least
-   * {@code kvAware}'s request hit rate and at most 1.1x its TTFT p99, same seed, same arrivals.
+   * {@code kvAware}'s request hit rate and at most 1.1x its TTFT p99, same seed, same arrivals, and no worker serves
+   * more than 1.3x the mean number of requests.
    */
   @Test
   void predictedTtftKeepsKvAwaresHitRateAndTailInTheReducedSuite() {
@@ -39,6 +40,9 @@ class SuiteTest {
       }
       if (p.ttftP99() > 1.1 * kv.ttftP99()) {
         failures.add(row.scenario().name() + ": p99 " + p.ttftP99() + " > 1.1 x " + kv.ttftP99());
+      }
+      if (p.maxMeanLoad() > 1.3) {
+        failures.add(row.scenario().name() + ": max/mean load " + p.maxMeanLoad() + " > 1.3");
       }
     }
     assertTrue(failures.isEmpty(), String.join("\n", failures));
