@@ -614,7 +614,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   /**
    * Whether a worker has been given more than {@code (1 + loadSlack)} times the mean share of the requests: its
    * {@code served} share of the router's recent selections over the candidates' {@code sum}, against {@code 1 / n}.
-   * Such a worker is passed over while some candidate is within its share, whatever the cost (bounded loads over the
+   * Such a worker is passed over while some candidate within its share can take the request freely (see
+   * {@link #someWithinItsShareTakesItFreely}; bounded loads over the
    * requests served: Mirrokni, Thorup and Zadimoghaddam's cap, {@code (1 + epsilon)} times the mean, applied to the
    * stream of requests rather than to what is active at one instant).
    *

@@ -540,40 +540,6 @@ class PredictedTtftPolicyTest {
   }
 
   /**
-   * Two idle workers; {@code a} holds 30 of the prompt's 32 blocks, {@code b} nothing of it, but {@code b} holds a
-   * warm prefix of another prompt (30 blocks, routed there first) and its tree shrank from 50 to 40 blocks (an
-   * eviction: its cache is full at 50). A copy of 30 blocks onto {@code b} would evict 30 + 30 - 50 = 10 warm blocks
-   * there, so {@code b} cannot take the request freely, and the bound on requests served never passes the holder
-   * over: every request goes to it (cost 32 tokens against 512 plus the eviction), also after the window fills,
-   * where with a copy into room it gets only 1.25 / 2 of them
-   * ({@code aWorkerPastItsShareOfTheRequestsServedIsPassedOver}).
-   */
-  @Test
-  void theBoundOnRequestsServedDoesNotPassAHolderOverForACopyThatEvictsAWarmPrefix() {
-    int[] other = Fixtures.prompt(2, 32 * 16);
-    long[] otherHashes = BlockHasher.of(16).sequenceHashes(other);
-    RouterPolicy policy = RouterPolicy.predictedTtft();
-    Candidates first = new Candidates();
-    first.reset(RouteRequest.of(other), other.length, 16, otherHashes);
-    first.add(A, 0, 0, 600, null);
-    first.add(B, 30, 30, 50, null);
-    first.admit(new SplittableRandom(1), 0);
-    first.setLoad(0, 0, 0, 32, 0);
-    first.setLoad(1, 0, 0, 32, 0);
-    assertEquals(1, policy.select(first), "the other prompt goes to its holder b, warm there");
-    for (int i = 0; i < 3_000; i++) {
-      Candidates c = new Candidates();
-      c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
-      c.add(A, 30, 30, 600, null);
-      c.add(B, 0, 0, 40, null);
-      c.admit(new SplittableRandom(1), 0);
-      c.setLoad(0, 0, 0, 32, 0);
-      c.setLoad(1, 0, 0, 32, 0);
-      assertEquals(0, policy.select(c), "selection " + i + ": the holder");
-    }
-  }
-
-  /**
    * Nothing is freed before a whole request finishes. With the histogram of {@link #aSharedPrefixIsFreedOnlyWithItsLastHolder}
    * (two active requests, 6 single-holder blocks and 16 shared by both), 1 block over the cache is freed in
    * expectation after k = 1/3 of a finish (the tails in proportion, 6 x k / 2 = 1; the shared blocks need both), but
@@ -608,5 +574,39 @@ class PredictedTtftPolicyTest {
     assertEquals(2.25e9, PredictedTtftPolicy.memoryDelayToOthers(rate, service, 150, 600), 1);
     assertEquals(0.3e9, PredictedTtftPolicy.memoryDelayToOthers(rate, service, 20, 600), 1);
     assertEquals(0, PredictedTtftPolicy.memoryDelayToOthers(rate, service, 20, 0));
+  }
+
+  /**
+   * Two idle workers; {@code a} holds 30 of the prompt's 32 blocks, {@code b} nothing of it, but {@code b} holds a
+   * warm prefix of another prompt (30 blocks, routed there first) and its tree shrank from 50 to 40 blocks (an
+   * eviction: its cache is full at 50). A copy of 30 blocks onto {@code b} would evict 30 + 30 - 50 = 10 warm blocks
+   * there, so {@code b} cannot take the request freely, and the bound on requests served never passes the holder
+   * over: every request goes to it (cost 32 tokens against 512 plus the eviction), also after the window fills,
+   * where with a copy into room it gets only 1.25 / 2 of them
+   * ({@code aWorkerPastItsShareOfTheRequestsServedIsPassedOver}).
+   */
+  @Test
+  void theBoundOnRequestsServedDoesNotPassAHolderOverForACopyThatEvictsAWarmPrefix() {
+    int[] other = Fixtures.prompt(2, 32 * 16);
+    long[] otherHashes = BlockHasher.of(16).sequenceHashes(other);
+    RouterPolicy policy = RouterPolicy.predictedTtft();
+    Candidates first = new Candidates();
+    first.reset(RouteRequest.of(other), other.length, 16, otherHashes);
+    first.add(A, 0, 0, 600, null);
+    first.add(B, 30, 30, 50, null);
+    first.admit(new SplittableRandom(1), 0);
+    first.setLoad(0, 0, 0, 32, 0);
+    first.setLoad(1, 0, 0, 32, 0);
+    assertEquals(1, policy.select(first), "the other prompt goes to its holder b, warm there");
+    for (int i = 0; i < 3_000; i++) {
+      Candidates c = new Candidates();
+      c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+      c.add(A, 30, 30, 600, null);
+      c.add(B, 0, 0, 40, null);
+      c.admit(new SplittableRandom(1), 0);
+      c.setLoad(0, 0, 0, 32, 0);
+      c.setLoad(1, 0, 0, 32, 0);
+      assertEquals(0, policy.select(c), "selection " + i + ": the holder");
+    }
   }
 }
