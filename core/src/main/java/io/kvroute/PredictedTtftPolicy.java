@@ -585,7 +585,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * (a copy into room, the case the bound was made for: 4 clients on 6 workers, every cache roomy) it still fires.
    * On the Mooncake trace, where most reuses are a conversation's first reuse of a prefix at its holder (the copy
    * would leave it stale), the unconditional bound moved conversations off their holders: cached-token ratio 0.452
-   * -> 0.439 with 1M tokens per worker and 0.145 -> 0.144 on the tight cache; with this condition 0.448 and 0.150.
+   * before the bound, 0.439 with it unconditional, 0.448 with this condition (1M tokens per worker); on the tight
+   * cache 0.145, 0.146 and 0.144, within what variants that change a few decisions move it.
    */
   private boolean someWithinItsShareTakesItFreely(int n) {
     for (int i = 0; i < n; i++) {
