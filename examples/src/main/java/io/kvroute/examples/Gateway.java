@@ -251,6 +251,11 @@ public final class Gateway implements AutoCloseable {
     return router;
   }
 
+  /** Request-body bytes held now by requests being served (each byte counted twice while it is read). */
+  long bufferedBodyBytes() {
+    return bufferedBodyBytes.get();
+  }
+
   @Nullable KvEventSubscriber subscriber() {
     return subscriber;
   }

@@ -255,12 +255,22 @@ class GatewayEndToEndTest {
     assertEquals(503, refused.statusCode(), refused.body());
     assertEquals("1", refused.headers().firstValue("Retry-After").orElseThrow());
     assertEquals("service_unavailable", error(refused).get("type"));
+    awaitBudgetReturned(); // the refused request read its body to the end and returns what it held
     for (int i = 0; i < 3; i++) { // had any request kept its bytes, the second or third would be refused
       HttpResponse<String> served = post("/v1/completions", fits);
       assertEquals(200, served.statusCode(), "request " + i + ": " + served.body());
+      // A request returns its bytes as its handler ends, which can be just after the client has the answer.
+      awaitBudgetReturned();
     }
     assertEquals(503, post("/v1/completions", tooLarge).statusCode());
+    awaitBudgetReturned();
     assertEquals(200, post("/v1/completions", request).statusCode());
+    awaitBudgetReturned();
+  }
+
+  private void awaitBudgetReturned() throws InterruptedException {
+    Await.until(() -> gateway.bufferedBodyBytes() == 0,
+        () -> "every request's buffered bytes returned, " + gateway.bufferedBodyBytes() + " still held");
   }
 
   /**
