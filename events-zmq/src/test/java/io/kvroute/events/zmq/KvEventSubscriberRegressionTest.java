@@ -457,7 +457,9 @@ class KvEventSubscriberRegressionTest {
     WorkerId worker = WorkerId.of("oversized");
     try (KvEventPublisher p = KvEventPublisher.newBuilder().replayEndpoint("tcp://127.0.0.1:0").build();
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(index).maxMessageSize(2_048)
-            .replayTimeout(Duration.ofSeconds(1)).replayCooldown(Duration.ofHours(1)).build()) {
+            // a replay that succeeds ends with its last reply; the timeout only bounds a lost one, and with the hour
+            // of cooldown a timeout is final, so it is generous (1 s expired once under a loaded CI machine)
+            .replayTimeout(Duration.ofSeconds(10)).replayCooldown(Duration.ofHours(1)).build()) {
       subscriber.addWorker(worker, p.endpoint(), p.replayEndpoint(), "", 1);
       subscriber.start();
       assertTrue(p.awaitSubscribers(1, WAIT));
