@@ -64,6 +64,7 @@ public final class Router {
   private final int blockSize;
   private final BlockHasher hasher;
   private final RouterPolicy policy;
+  private final @Nullable PeerLearning peerLearning; // the policy, when it learns from peers' booking notes
   private final Ticker ticker;
   private final RouterListener listener;
   private final KvIndexer indexer;
@@ -84,6 +85,7 @@ public final class Router {
     this.blockSize = b.blockSize;
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
+    this.peerLearning = policy instanceof PeerLearning learning ? learning : null;
     this.ticker = b.ticker;
     // A policy that learns from outcomes (first-token times, completions) hears them as the first listener.
     List<RouterListener> listeners = new ArrayList<>(b.listeners);
@@ -109,7 +111,7 @@ public final class Router {
     this.registry = new WorkerRegistry(new RegistryHooks(), listener);
     this.eventSink = new RegisteredWorkersSink();
     this.remote = new RemoteBookings(blockSize, admission, registry, predictions, allApproximate, ticker,
-        policy instanceof PeerLearning learning ? learning : null);
+        peerLearning);
     if (b.sharedLoad != SharedLoad.NONE) {
       b.sharedLoad.start(remote);
     }
@@ -321,19 +323,16 @@ public final class Router {
     Set<WorkerId> allowed = request.allowedWorkers();
     @Nullable String model = request.model();
     @Nullable String lora = request.loraName();
-    boolean servedByAll = model == null && (lora == null || lora.isEmpty()); // what Worker.serves then answers
+    boolean servedByAll = servedByAll(model, lora);
     // Read once: the loop's volatile reads would otherwise make the JIT reload each of these in every iteration.
     int[] depth = scratch.main.depth;
     int[] gpuDepth = scratch.main.gpuDepth;
     int n = 0;
     for (WorkerRegistry.WorkerState state : states) {
-      if (!state.registered) {
+      if (!eligible(state, allowed, model, lora, servedByAll)) {
         continue;
       }
       Worker worker = state.worker;
-      if ((allowed != null && !allowed.contains(worker.id())) || (!servedByAll && !worker.serves(model, lora))) {
-        continue;
-      }
       int slot = state.slot;
       int overlap = depth(depth, slot);
       int gpuOverlap = depth(gpuDepth, slot);
@@ -353,11 +352,17 @@ public final class Router {
     return n;
   }
 
-  private static boolean eligible(RouteRequest request, @Nullable Set<WorkerId> allowed,
-      WorkerRegistry.WorkerState state) {
+  /** Whether every worker serves a request for this model and adapter (what {@link Worker#serves} then answers). */
+  private static boolean servedByAll(@Nullable String model, @Nullable String lora) {
+    return model == null && (lora == null || lora.isEmpty());
+  }
+
+  /** Whether the worker may take the request; {@code servedByAll} is {@link #servedByAll}, computed once per request. */
+  private static boolean eligible(WorkerRegistry.WorkerState state, @Nullable Set<WorkerId> allowed,
+      @Nullable String model, @Nullable String lora, boolean servedByAll) {
     Worker worker = state.worker;
     return state.registered && (allowed == null || allowed.contains(worker.id()))
-        && worker.serves(request.model(), request.loraName());
+        && (servedByAll || worker.serves(model, lora));
   }
 
   /**
@@ -419,7 +424,7 @@ public final class Router {
     if (predicted) {
       predictions.record(chosen, booked, count, depth(scratch.predicted.depth, chosen.predictedSlot), now);
     }
-    admission.shareBooking(routing, predicted && count > 0, policy instanceof PeerLearning,
+    admission.shareBooking(routing, predicted && count > 0, peerLearning != null,
         Math.min(candidates.noteWarmBlocks(), count), candidates.noteNewPrefix());
     return routing;
   }
@@ -443,10 +448,11 @@ public final class Router {
           candidates.approximate(i)));
     }
     Set<WorkerId> allowed = request.allowedWorkers();
+    boolean servedByAll = servedByAll(request.model(), request.loraName());
     LoadTracker load = admission.load;
     outer:
     for (WorkerRegistry.WorkerState s : states) {
-      if (!eligible(request, allowed, s)) {
+      if (!eligible(s, allowed, request.model(), request.loraName(), servedByAll)) {
         continue;
       }
       for (int i = 0; i < n; i++) {
