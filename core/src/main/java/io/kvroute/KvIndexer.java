@@ -584,6 +584,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       entries.prefetchEngineChains(slotTier, hashes, first, blocks);
     }
     long[] seqs = null;
+    long firstParent = previous; // the parent of block 0, unless atRoot
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
       // can be fetched together, their cache misses overlapping instead of one per stored block.
@@ -606,20 +607,32 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       long seq = 0;
       boolean blockOrphan = orphan;
       long hash = hashes[first + b];
+      long parent = 0;
+      long parentKind = 0;
       if (tokenless) {
-        // A tokenless block is known only through the same engine block in a tier; its parent does not matter.
+        // A tokenless block is known only through the same engine block in a tier, whose content and parent it
+        // takes; the event's parent does not matter.
         int twin = entries.findAnyTier(slot, tier, hash);
         blockOrphan = twin == NIL || entries.isOrphan(twin);
         if (!blockOrphan) {
           seq = entries.seqOf(twin);
+          parent = entries.parentOf(twin);
+          parentKind = entries.parentKindOf(twin);
         }
       } else if (!orphan) {
         seq = seqs[b];
+        if (b > 0) {
+          parent = seqs[b - 1];
+        } else if (atRoot) {
+          parentKind = PrefixTable.ROOT;
+        } else {
+          parent = firstParent;
+        }
       }
       if (blockOrphan) {
         orphans++;
       }
-      entries.upsert(slotTier, hash, seq, blockOrphan);
+      entries.upsert(slotTier, hash, seq, blockOrphan, parent, parentKind);
     }
     if (orphans > 0) {
       orphanBlocks += orphans;
@@ -779,7 +792,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         return;
       }
       for (int i = 0; i < count; i++) {
-        entries.upsert(slot * TIERS, hashes[i], hashes[i], false);
+        entries.upsert(slot * TIERS, hashes[i], hashes[i], false, i == 0 ? 0 : hashes[i - 1],
+            i == 0 ? PrefixTable.ROOT : 0);
       }
       storedBlocks += count;
     } finally {
