@@ -82,6 +82,7 @@ final class PrefixTable {
   int shadowEntries;
   long evictedEntries;
   private long prefetchSink; // keeps prefetching loads from being optimised away
+  private int lastJoined = NIL; // the entry joined last: most often the parent of the next one (see primaryOf)
   private int[] chainScratch = new int[64]; // touchChains' entries found per key
 
   PrefixTable(int maxEntries) {
@@ -759,6 +760,8 @@ final class PrefixTable {
   private void joined(int e, int slotTier, long seq) {
     int base = e * STRIDE;
     int slot = slotTier / TIERS;
+    int hint = lastJoined;
+    lastJoined = e;
     int children = 0;
     if (!waiting.isEmpty()) {
       children = waiting.remove(groupKey(slotTier, seq));
@@ -774,7 +777,7 @@ final class PrefixTable {
       slotHoles[slot]++;
       return;
     }
-    int p = findPrimary(slotTier, parent);
+    int p = primaryOf(slotTier, parent, hint);
     if (p != NIL) {
       setChildren(p, children(p) + 1);
     } else {
@@ -796,7 +799,7 @@ final class PrefixTable {
       if ((meta & NO_PARENT) != 0 || parent == seq) {
         slotHoles[slot]--;
       } else {
-        int p = findPrimary(slotTier, parent);
+        int p = primaryOf(slotTier, parent, e - 1);
         if (p != NIL) {
           setChildren(p, children(p) - 1);
         } else {
@@ -813,6 +816,24 @@ final class PrefixTable {
       waiting.addTo(groupKey(slotTier, seq), children);
       slotHoles[slot] += children;
     }
+  }
+
+  /**
+   * {@link #findPrimary}, trying {@code hint} first: a sequence stored in one event takes consecutive entries (from
+   * the end of the table, or from the free list, which a sequence removed leaves first hands out in order), so a
+   * block's parent is most often the entry before it, which the caller has just read or written; the probe run is
+   * walked only when it is not.
+   */
+  private int primaryOf(int slotTier, long seq, int hint) {
+    if (hint >= 0 && hint < highWater) {
+      int base = hint * STRIDE;
+      long meta = table[base + META];
+      if (table[base + SEQ] == seq && (meta & REFCOUNT_MASK) != 0 && (meta & (ORPHAN | SHADOW)) == 0
+          && (int) (meta >>> 32) == slotTier) {
+        return hint; // the one chained entry of this slot-tier for this content
+      }
+    }
+    return findPrimary(slotTier, seq);
   }
 
   /** The held children of chained entry {@code e}. */
