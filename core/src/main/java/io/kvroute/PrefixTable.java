@@ -171,6 +171,10 @@ final class PrefixTable {
         int ahead = home + reach;
         sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
+      if (chunk == 0 && count > 1) {
+        // The last block's home too, where a bisection would look next (a miss loads it alongside, not after).
+        sink += probe[home(mix(hashes[count - 1]), n)];
+      }
       scratch.sink = sink;
       for (int i = chunk; i < end; i++) {
         long seq = hashes[i];
