@@ -50,13 +50,13 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <h2>Memory</h2>
- * Entries live in flat primitive tables (about 64 bytes per entry at full capacity, see {@link IndexStats}). When
+ * Entries live in flat primitive tables (about 72 bytes per entry at full capacity, see {@link IndexStats}). When
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
  * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once. The tables and the
  * match loop are in the package-private {@code PrefixTable}; this class holds the event rules and the locking.
  */
 public final class KvIndexer implements KvEventSink, KvIndex {
-  /** The default entry budget: 4 Mi entries, about 270 MB at full use. */
+  /** The default entry budget: 4 Mi entries, about 300 MB at full use. */
   public static final int DEFAULT_MAX_ENTRIES = 4 * 1024 * 1024;
   /** The default bound on distinct workers (worker name and rank pairs). */
   public static final int DEFAULT_MAX_WORKERS = 16_384;

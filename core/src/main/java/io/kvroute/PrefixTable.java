@@ -118,6 +118,11 @@ final class PrefixTable {
    * Fills {@code scratch} with each slot's matched depth and returns the number of slots touched; the caller holds
    * the shared lock and must call {@code scratch.reset(touched)} when done.
    *
+   * <p>Block 0 is walked first, alone (a miss costs that one lookup). If no slot holding it has holes (see
+   * {@code slotHoles}), the rest is bisected ({@link #matchBisecting}): a prompt held to its end costs one more
+   * lookup, where walking every block cost one random page of the probe table per block. Otherwise every block is
+   * walked, in chunks.
+   *
    * @param slots the slot high-water mark (every slot an entry can name is below it)
    */
   int match(long[] hashes, int count, MatchScratch scratch, int slots) {
@@ -1055,9 +1060,9 @@ final class PrefixTable {
     int[] seenGpu = new int[16];
     final int[] heads = new int[MAX_GATHER];
     final int[] next = new int[MAX_GATHER];
-    long[] held = new long[MAX_GATHER]; // per block, when bisecting: see matchBisecting
-    int[] from = new int[2 * MAX_GATHER];
-    int[] to = new int[2 * MAX_GATHER];
+    long[] held = new long[0]; // per block, when bisecting: see matchBisecting (grown to the longest prompt)
+    int[] from = new int[16]; // intervals still to bisect (grown as needed)
+    int[] to = new int[16];
     long sink; // keeps the gathering loads from being optimised away
 
     void ensureSlots(int slots) {
