@@ -22,7 +22,7 @@ final class PrefixTable {
   // first and together: 24 bytes, which share one 64-byte cache line for 6 of the 8 positions an entry takes
   // modulo a line (40-byte entries), where SEQ..LINK spanning 32 bytes did for 5 of 8, and SEQ with LINK alone
   // share a line for 7 of 8 (was 5 of 8).
-  static final int STRIDE = 6;
+  static final int STRIDE = 5;
   static final int SEQ = 0; // router sequence hash
   // A chained entry's held children (hi 32: see slotHoles) or a shadow's position in its group (hi 32) | next in
   // engine chain / free list (lo 32)
@@ -31,7 +31,6 @@ final class PrefixTable {
   static final int META = 2;
   static final int ENG = 3; // engine hash
   static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
-  static final int PARENT = 5; // the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans)
   static final long ORPHAN = 1L << 31;
   static final long SHADOW = 1L << 30;
   static final long ROOT = 1L << 29; // the first block of a sequence: it has no parent
@@ -55,6 +54,9 @@ final class PrefixTable {
 
   final int maxEntries;
   long[] table;
+  // Per entry: the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans). Beside the table rather
+  // than in it: only the hole counts read it, on a store or a removal, and a sequence's entries are consecutive.
+  long[] parents;
   // The sequence-hash lookup: open addressing with linear probing, one long per slot, fingerprint (hi 32, the
   // sequence hash mixed, which also gives the home slot) | entry (lo 32), EMPTY when free. It holds every entry that
   // is neither an orphan nor a shadow. A lookup reads its home slot and the run after it (8 slots a cache line),
@@ -108,7 +110,8 @@ final class PrefixTable {
 
   /** Heap held by the tables, in bytes. */
   long bytes() {
-    return (long) (table.length + seqSlots.length) * Long.BYTES + (long) engHeads.length * Integer.BYTES;
+    return (long) (table.length + parents.length + seqSlots.length) * Long.BYTES
+        + (long) engHeads.length * Integer.BYTES;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -494,7 +497,7 @@ final class PrefixTable {
 
   /** The parent sequence hash of non-orphan entry {@code e}, when {@link #parentKindOf} is 0. */
   long parentOf(int e) {
-    return table[e * STRIDE + PARENT];
+    return parents[e];
   }
 
   /** Whether non-orphan entry {@code e} names its parent (0), is a first block ({@link #ROOT}) or neither. */
@@ -578,7 +581,7 @@ final class PrefixTable {
           unlinkContent(e);
         }
         table[base + SEQ] = seq;
-        table[base + PARENT] = parent;
+        parents[e] = parent;
         meta = table[base + META] & ~(ROOT | NO_PARENT);
         table[base + META] = (orphan ? meta | ORPHAN : meta & ~ORPHAN) | parentKind;
         if (!orphan) {
@@ -603,7 +606,7 @@ final class PrefixTable {
     table[base + SEQ] = seq;
     table[base + ENG] = engineHash;
     table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | parentKind | 1;
-    table[base + PARENT] = parent;
+    parents[e] = parent;
     table[base + LINK] = ((long) NIL << 32) | (NIL & 0xFFFFFFFFL);
     int bucket = engineBucket(slotTier, engineHash);
     setEngineNext(e, engHeads[bucket]);
@@ -700,9 +703,11 @@ final class PrefixTable {
   private void grow() {
     int newCapacity = (int) Math.min(maxEntries, (long) capacity * 2);
     long[] old = table;
+    long[] oldParents = parents;
     int oldHighWater = highWater;
     allocate(newCapacity);
     System.arraycopy(old, 0, table, 0, oldHighWater * STRIDE);
+    System.arraycopy(oldParents, 0, parents, 0, oldHighWater);
     highWater = oldHighWater;
     rehash();
   }
@@ -710,6 +715,7 @@ final class PrefixTable {
   private void allocate(int newCapacity) {
     capacity = newCapacity;
     table = new long[newCapacity * STRIDE];
+    parents = new long[newCapacity];
     // Twice as many engine buckets as entries: a store's duplicate check (almost always a miss) walks its whole
     // chain, one cache miss per entry, so chains of half an entry at full capacity instead of one save half of
     // those misses, for 4 more bytes per entry.
@@ -781,7 +787,7 @@ final class PrefixTable {
     if ((meta & ROOT) != 0) {
       return;
     }
-    long parent = table[base + PARENT];
+    long parent = parents[e];
     if ((meta & NO_PARENT) != 0 || parent == seq) {
       slotHoles[slot]++;
       return;
@@ -804,7 +810,7 @@ final class PrefixTable {
     int slot = slotTier / TIERS;
     long meta = table[base + META];
     if ((meta & ROOT) == 0) {
-      long parent = table[base + PARENT];
+      long parent = parents[e];
       if ((meta & NO_PARENT) != 0 || parent == seq) {
         slotHoles[slot]--;
       } else {
@@ -900,7 +906,7 @@ final class PrefixTable {
         // The shadow takes e's place as the content's chained entry, with e's parent and children, so that the
         // hole counts (which follow contents, not entries) stay as they are.
         table[cbase + META] = (table[cbase + META] & ~(SHADOW | ROOT | NO_PARENT)) | (meta & (ROOT | NO_PARENT));
-        table[cbase + PARENT] = table[base + PARENT];
+        parents[candidate] = parents[e];
         setChildren(candidate, children(e));
         linkSeq(candidate, seq);
         return;
