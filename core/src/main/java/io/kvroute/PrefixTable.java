@@ -180,8 +180,13 @@ final class PrefixTable {
         sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
       if (chunk == 0 && count > 1) {
-        // The last block's home too, where a bisection would look next (a miss loads it alongside, not after).
-        sink += probe[home(mix(hashes[count - 1]), n)];
+        // The last block's home too, where a bisection would look next (a miss loads it alongside, not after), and
+        // the entry it names when its fingerprint is the block's, alongside block 0's entry.
+        int lastPrint = mix(hashes[count - 1]);
+        long v = probe[home(lastPrint, n)];
+        if ((int) (v >>> 32) == lastPrint && (int) v >= 0) {
+          sink += table[(int) v * STRIDE + SEQ];
+        }
       }
       scratch.sink = sink;
       for (int i = chunk; i < end; i++) {
