@@ -47,6 +47,10 @@ final class PrefixTable {
   // of their home for nine blocks in ten at half fill: loading the slot ENTRY_AHEAD on brings the next line only
   // when the home lies in the upper half of its line, where such an entry may have crossed into it.
   static final int ENTRY_AHEAD = 4;
+  // A bisecting match (see matchBisecting) splits an interval whose ends differ into this many parts a round: 3
+  // probes a round, log4 of the prompt's blocks rounds (4 for 128 blocks, against 7 halving), each round one
+  // dependent cache miss or two.
+  static final int SPLIT = 4;
   // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds half an entry on average
   // at full capacity (twice as many buckets as entries), so 4 rounds cover all but about 0.02 % of the walks (0.4 %
   // at one entry a bucket); the rest are walked under the lock.
@@ -282,39 +286,53 @@ final class PrefixTable {
     long[] probe = seqSlots;
     int n = probe.length;
     while (intervals > 0) {
-      // Round 1: every interval's middle block's home slot and the slot ENTRY_AHEAD on, loaded together.
-      int round = Math.min(intervals, MAX_GATHER);
+      // Round 1: the inner blocks that split each interval into SPLIT parts (all of them in one shorter than that),
+      // their home slots and the slots ENTRY_AHEAD on loaded together, for as many intervals as the scratch holds.
+      int round = 0;
+      int points = 0;
       long sink = 0;
-      for (int k = 0; k < round; k++) {
-        int mid = (from[k] + to[k]) >>> 1;
-        int print = mix(hashes[mid]);
-        int home = home(print, n);
-        prints[k] = print;
-        homes[k] = home;
-        int ahead = home + ENTRY_AHEAD;
-        sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
+      for (; round < intervals && points + SPLIT - 1 <= MAX_GATHER; round++) {
+        int lo = from[round];
+        int length = to[round] - lo;
+        int parts = Math.min(SPLIT, length);
+        for (int p = 1; p < parts; p++) {
+          int print = mix(hashes[lo + length * p / parts]);
+          int home = home(print, n);
+          prints[points] = print;
+          homes[points++] = home;
+          int ahead = home + ENTRY_AHEAD;
+          sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
+        }
       }
       scratch.sink = sink;
-      // Then each middle's run; an interval's left end bounds its holders (the sets only shrink).
+      // Then each inner block's run, left to right: the block before it bounds its holders (the sets only shrink).
+      // A part whose ends differ (and that has blocks inside) is an interval of the next round.
       int next = 0;
+      points = 0;
       for (int k = 0; k < round; k++) {
         int lo = from[k];
         int hi = to[k];
-        int mid = (lo + hi) >>> 1;
-        long bound = held[lo];
-        long h = probeHolders(hashes, mid, scratch, (int) (bound >>> 32), (int) bound, homes[k], prints[k]);
-        held[mid] = h;
-        // New intervals go after every interval not yet probed (this round's and, past MAX_GATHER, later ones).
-        if (h != bound && mid - lo > 1) {
-          scratch.pushInterval(intervals + next++, lo, mid);
-        }
-        if (h != held[hi] && hi - mid > 1) {
-          scratch.pushInterval(intervals + next++, mid, hi);
+        int length = hi - lo;
+        int parts = Math.min(SPLIT, length);
+        int previous = lo;
+        for (int p = 1; p <= parts; p++) {
+          int b = p == parts ? hi : lo + length * p / parts;
+          if (p < parts) {
+            long bound = held[previous];
+            held[b] = probeHolders(hashes, b, scratch, (int) (bound >>> 32), (int) bound, homes[points],
+                prints[points]);
+            points++;
+          }
+          // New intervals go after every interval not yet probed (this round's and, past the scratch, later ones).
+          if (held[b] != held[previous] && b - previous > 1) {
+            scratch.pushInterval(intervals + next++, previous, b);
+          }
+          previous = b;
         }
         from = scratch.from;
         to = scratch.to;
       }
-      // Intervals of the next round: those past MAX_GATHER still waiting, then the new ones.
+      // Intervals of the next round: those past the scratch still waiting, then the new ones.
       intervals = intervals - round + next;
       System.arraycopy(from, round, from, 0, intervals);
       System.arraycopy(to, round, to, 0, intervals);
