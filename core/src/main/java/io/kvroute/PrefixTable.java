@@ -47,10 +47,11 @@ final class PrefixTable {
   // of their home for nine blocks in ten at half fill: loading the slot ENTRY_AHEAD on brings the next line only
   // when the home lies in the upper half of its line, where such an entry may have crossed into it.
   static final int ENTRY_AHEAD = 4;
-  // A bisecting match (see matchBisecting) splits an interval whose ends differ into this many parts a round: 3
-  // probes a round, log4 of the prompt's blocks rounds (4 for 128 blocks, against 7 halving), each round one
-  // dependent cache miss or two.
-  static final int SPLIT = 4;
+  // A bisecting match (see matchBisecting) splits an interval whose ends differ into this many parts a round: 7
+  // probes, loaded together, per interval and round, and log8 of the prompt's blocks rounds (3 for 128 blocks,
+  // against 7 halving), each round waiting for one or two dependent cache misses. Measured on a prompt held to a
+  // random depth (SameJvmAb select PARTIAL): 4 parts took 20 to 30 % longer than 8, and 16 no less than 8.
+  static final int SPLIT = 8;
   // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds half an entry on average
   // at full capacity (twice as many buckets as entries), so 4 rounds cover all but about 0.02 % of the walks (0.4 %
   // at one entry a bucket); the rest are walked under the lock.
