@@ -258,11 +258,11 @@ final class PrefixTable {
    * each tier, every prefix of what it holds, so the slots holding block {@code i} (in any tier, and on the GPU)
    * can only shrink as {@code i} grows, and two sets of them, one inside the other, are equal when their sizes are.
    * So an interval of blocks whose two ends have the same holders (as many in any tier, as many on the GPU) has
-   * them all the way through, and needs no probe in between; an interval whose ends differ is split at its middle,
-   * round by round, all of a round's middles loaded together. A prompt held to its end by the workers holding its
-   * block 0 costs one more probe (its last block); each distinct depth costs about log2(count) probes, in as many
-   * rounds. Each probed block raises the depth of the slots holding it to at least that block, which is each slot's
-   * depth once every interval is resolved or two blocks long.
+   * them all the way through, and needs no probe in between; an interval whose ends differ is split into
+   * {@link #SPLIT} parts, round by round, all of a round's inner blocks loaded together. A prompt held to its end by
+   * the workers holding its block 0 costs one more probe (its last block, loaded with block 0); each distinct depth
+   * costs about log8(count) rounds of 7 probes. Each probed block raises the depth of the slots holding it to at
+   * least that block, which is each slot's depth once every interval is resolved or two blocks long.
    *
    * @param members slots holding block 0 (their depth is 1)
    * @param gpuMembers of them, those holding it on the GPU (their GPU depth is 1)
