@@ -22,7 +22,8 @@ import org.HdrHistogram.Histogram;
  * <p>The router's index holds {@code indexedBlocks} blocks in 2,048-token sequences over {@code workers} workers,
  * as in {@link SelectBenchmark}. The ingesting thread applies the batches of an {@link EventStream} (stores of
  * {@code blocksPerEvent} blocks per event, removals one block per event, 128 blocks per batch) through
- * {@link Router#eventSink()}, paced so that it applies {@code rate} blocks per second (0: no pacing). Each of the
+ * {@link Router#eventSink()}, paced so that it applies {@code rate} blocks per second ({@code max}: unpaced; 0:
+ * no ingesting thread at all, the selections' own latency on the same index and prompts). Each of the
  * {@code selectThreads} routing threads cycles over 512 prompts, all {@link Match#HIT} (one worker holds the whole
  * prompt) or all {@link Match#MISS}, times each {@link Router#select(int[])} plus {@link Routing#close()} with
  * {@link System#nanoTime()} and records it in an HdrHistogram. Each point of the curve runs {@code warmup} seconds
@@ -32,14 +33,16 @@ import org.HdrHistogram.Histogram;
  * between the fastest passing and the slowest failing rate of the curve. Run from the repository root:
  * <pre>
  * java -Xms3g -Xmx3g -XX:+AlwaysPreTouch -cp jmh/target/benchmarks.jar io.kvroute.jmh.MixedLoad \
- *     rates=0,250000,500000,1000000,2000000,4000000 match=HIT,MISS seconds=3 warmup=2
+ *     rates=0,max,250000,500000,1000000,2000000,4000000 match=HIT,MISS seconds=3 warmup=2
  * </pre>
  * Options are {@code key=value}: {@code indexedBlocks} (1,000,000), {@code workers} (64), {@code blocksPerEvent}
- * (16), {@code selectThreads} (1), {@code rates} (blocks/s, comma-separated, 0 for unpaced), {@code match},
+ * (16), {@code selectThreads} (1), {@code rates} (blocks/s, comma-separated; {@code max} for unpaced, 0 for no ingestion), {@code match},
  * {@code seconds} (3), {@code warmup} (2), {@code bisect} (3), {@code p99LimitMicros} (10).
  */
 public final class MixedLoad {
   private static final long MAX_LAG_NANOS = 2_000_000;
+  /** The {@code rates} value {@code max}: the ingesting thread applies batches as fast as it can. */
+  static final long UNPACED = -1;
   private final Options options;
   private final Router router;
   private final EventStream stream;
@@ -79,15 +82,22 @@ public final class MixedLoad {
       return latency.getValueAtPercentile(percentile) / 1_000.0;
     }
 
+    private static String rateName(long rate) {
+      return rate == UNPACED ? "max" : rate == 0 ? "off" : String.format(Locale.ROOT, "%.2f M", rate / 1e6);
+    }
+
     String row() {
       return String.format(Locale.ROOT, "| %s | %s | %.2f M | %.0f k | %.2f | %.2f | %.2f | %.1f | %d |", match,
-          targetRate == 0 ? "max" : String.format(Locale.ROOT, "%.2f M", targetRate / 1e6), achievedRate / 1e6,
+          rateName(targetRate), achievedRate / 1e6,
           selectsPerSecond / 1e3, micros(50), micros(99), micros(99.9), latency.getMaxValue() / 1_000.0,
           latency.getTotalCount());
     }
   }
 
-  /** Runs one point: ingestion at {@code rate} blocks/s (0: unpaced) while the select threads route. */
+  /**
+   * Runs one point: ingestion at {@code rate} blocks/s ({@link #UNPACED}: as fast as it can; 0: no ingesting
+   * thread) while the select threads route.
+   */
   Point run(Match match, long rate) throws InterruptedException {
     int[][] prompts = match == Match.HIT ? hits : misses;
     int threads = options.selectThreads;
@@ -95,17 +105,19 @@ public final class MixedLoad {
     long[] misrouted = new long[threads];
     long[] calls = new long[threads];
     Control control = new Control();
-    CountDownLatch done = new CountDownLatch(threads + 1);
+    boolean ingesting = rate != 0;
+    CountDownLatch done = new CountDownLatch(threads + (ingesting ? 1 : 0));
     AtomicLong appliedBlocks = new AtomicLong();
     List<Thread> started = new ArrayList<>();
-    Thread ingest = new Thread(() -> {
-      try {
-        appliedBlocks.set(ingest(rate, control));
-      } finally {
-        done.countDown();
-      }
-    }, "mixed-ingest");
-    started.add(ingest);
+    if (ingesting) {
+      started.add(new Thread(() -> {
+        try {
+          appliedBlocks.set(ingest(rate, control));
+        } finally {
+          done.countDown();
+        }
+      }, "mixed-ingest"));
+    }
     for (int t = 0; t < threads; t++) {
       int thread = t;
       histograms[t] = new Histogram(10_000_000_000L, 3);
@@ -144,10 +156,13 @@ public final class MixedLoad {
     volatile boolean stop;
   }
 
-  /** Applies the stream's batches at {@code rate} blocks/s until stopped; returns the blocks applied while recording. */
+  /**
+   * Applies the stream's batches at {@code rate} blocks/s ({@link #UNPACED}: unpaced) until stopped; returns the
+   * blocks applied while recording.
+   */
   private long ingest(long rate, Control control) {
     KvEventSink sink = router.eventSink();
-    long interval = rate == 0 ? 0 : (long) (1e9 * EventStream.PROMPT_BLOCKS / rate); // ns per batch
+    long interval = rate == UNPACED ? 0 : (long) (1e9 * EventStream.PROMPT_BLOCKS / rate); // ns per batch
     long recorded = 0;
     long due = System.nanoTime();
     int i = 0;
@@ -210,6 +225,9 @@ public final class MixedLoad {
         Point point = run(match, rate);
         print(point);
         points.add(point);
+        if (rate == 0) {
+          continue; // no ingestion: the baseline, not a point of the curve
+        }
         long achieved = (long) point.achievedRate();
         if (point.micros(99) < options.p99LimitMicros) {
           pass = Math.max(pass, achieved);
@@ -244,7 +262,7 @@ public final class MixedLoad {
     int workers = 64;
     int blocksPerEvent = 16;
     int selectThreads = 1;
-    long[] rates = {0, 250_000, 500_000, 1_000_000, 2_000_000, 4_000_000};
+    long[] rates = {0, UNPACED, 250_000, 500_000, 1_000_000, 2_000_000, 4_000_000};
     Match[] matches = Match.values();
     double seconds = 3;
     double warmupSeconds = 2;
@@ -265,7 +283,8 @@ public final class MixedLoad {
           case "workers" -> o.workers = Integer.parseInt(value);
           case "blocksPerEvent" -> o.blocksPerEvent = Integer.parseInt(value);
           case "selectThreads" -> o.selectThreads = Integer.parseInt(value);
-          case "rates" -> o.rates = java.util.Arrays.stream(value.split(",")).mapToLong(Long::parseLong).toArray();
+          case "rates" -> o.rates = java.util.Arrays.stream(value.split(","))
+              .mapToLong(rate -> rate.equals("max") ? UNPACED : parseRate(rate)).toArray();
           case "match" -> o.matches = java.util.Arrays.stream(value.split(",")).map(Match::valueOf)
               .toArray(Match[]::new);
           case "seconds" -> o.seconds = Double.parseDouble(value);
@@ -279,6 +298,14 @@ public final class MixedLoad {
         throw new IllegalArgumentException("selectThreads must be positive but was " + o.selectThreads);
       }
       return o;
+    }
+
+    private static long parseRate(String rate) {
+      long value = Long.parseLong(rate);
+      if (value < 0) {
+        throw new IllegalArgumentException("rates must be max, 0 (off) or positive but was " + rate);
+      }
+      return value;
     }
   }
 
