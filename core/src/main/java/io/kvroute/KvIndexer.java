@@ -8,6 +8,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.RandomAccess;
 import java.util.concurrent.locks.StampedLock;
@@ -72,12 +74,24 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   // How long a writer or a selecting reader spins for the lock before it queues (parks): about the cost of a park
   // and unpark on a loaded machine, and longer than a chunk's hold.
   private static final long SPIN_NANOS = 20_000;
+  private static final VarHandle WAITING_READERS;
+
+  static {
+    try {
+      WAITING_READERS = MethodHandles.lookup().findVarHandle(KvIndexer.class, "waitingReaders", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
 
   private final int blockSize;
   private final BlockHasher hasher;
   private final int maxWorkers;
   private final IndexListener listener;
   private final StampedLock lock = new StampedLock();
+  // Selecting readers spinning for the read lock while a write holds it (matchLocked's slow path): a writer with
+  // more events in its hold lets them in between two events. Written only by waiting readers.
+  private volatile int waitingReaders;
 
   // Guarded by lock.
   private final PrefixTable entries;
@@ -271,12 +285,21 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     prepare(worker, events, from, to);
     long stamp = writeLockSpinning();
     int evictedBefore = (int) entries.evictedEntries;
+    int evicted = 0; // by this chunk's earlier holds, when it let readers in between
     try {
       // A run of removals looks the worker's slot up once (only a store or a clear can change it: they register
       // the worker or empty its slot), and each removal starts from the entry prepare found for its block.
       int hint = 0;
       int removalSlot = UNRESOLVED;
       for (int i = from; i < to; i++) {
+        if (i > from && waitingReaders != 0) {
+          evicted += (int) entries.evictedEntries - evictedBefore;
+          lock.unlockWrite(stamp);
+          stamp = 0;
+          stamp = relockAfterReaders();
+          evictedBefore = (int) entries.evictedEntries;
+          removalSlot = UNRESOLVED; // a worker's removal may have run in between
+        }
         if (events.kind(i) == KvEventColumns.REMOVED) {
           if (removalSlot == UNRESOLVED) {
             removalSlot = slots.getInt(worker);
@@ -289,9 +312,27 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         }
       }
     } finally {
-      lock.unlockWrite(stamp);
+      if (stamp != 0) {
+        lock.unlockWrite(stamp);
+      }
     }
-    return (int) entries.evictedEntries - evictedBefore;
+    return evicted + (int) entries.evictedEntries - evictedBefore;
+  }
+
+  /**
+   * Takes the write lock again after a chunk's hold let waiting selections in between two of its events: first
+   * waits (spinning, at most {@value #SPIN_NANOS} ns) until the readers that were waiting have their read lock, so
+   * that the writer does not take the free lock back before they see it free, then takes the lock as a writer
+   * does. A hold is a few microseconds of work whose lines are in cache, and a waiting selection would otherwise
+   * wait for all of it: between two events it waits for at most the event being applied. With no reader waiting
+   * the hold goes on, so the writer's throughput is unchanged when nobody selects.
+   */
+  private long relockAfterReaders() {
+    long deadline = System.nanoTime() + SPIN_NANOS;
+    while (waitingReaders != 0 && System.nanoTime() - deadline < 0) {
+      Thread.onSpinWait();
+    }
+    return writeLockSpinning();
   }
 
   /**
@@ -319,26 +360,39 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Takes the read lock for a selection, spinning up to {@value #SPIN_NANOS} ns before it queues: a write holds the
-   * lock for at most a chunk ({@value #CHUNK_BLOCKS} blocks, a few microseconds) or one larger event, less than a
-   * park and unpark cost a reader on a busy machine.
+   * Takes the read lock for a match while a write holds it: counts itself among the waiting readers (so that the
+   * writer lets it in after the event it is applying), and while it waits, loads the probe slots the match will
+   * read (racy reads that only warm the cache, as {@link #warmFirstBlock} does), one block between two tries of
+   * the lock; it queues after {@value #SPIN_NANOS} ns (a hold is a chunk, {@value #CHUNK_BLOCKS} blocks, or one
+   * larger event: a few microseconds, less than a park and unpark cost on a busy machine). Block 0's slots were
+   * loaded while the prompt hashed; the rest are loaded only when block 0 looks held (its fingerprint in its run), so a miss that waits
+   * does not fetch 127 lines it will not read.
    */
-  private long readLockSpinning() {
-    long stamp = lock.tryReadLock();
-    if (stamp != 0) {
-      return stamp;
-    }
-    long deadline = System.nanoTime() + SPIN_NANOS;
-    do {
-      for (int i = 0; i < 16; i++) {
-        Thread.onSpinWait();
-        stamp = lock.tryReadLock();
-        if (stamp != 0) {
-          return stamp;
+  private long readLockWarming(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
+    WAITING_READERS.getAndAdd(this, 1);
+    try {
+      long sink = 0;
+      int warmed = count > 1 && entries.mayHold(hashes[0]) ? 1 : count;
+      long deadline = System.nanoTime() + SPIN_NANOS;
+      do {
+        for (int i = 0; i < 16; i++) {
+          if (warmed < count) {
+            sink += entries.touchHome(hashes[warmed++]);
+          } else {
+            Thread.onSpinWait();
+          }
+          long stamp = lock.tryReadLock();
+          if (stamp != 0) {
+            scratch.sink = sink;
+            return stamp;
+          }
         }
-      }
-    } while (System.nanoTime() - deadline < 0);
-    return lock.readLock();
+      } while (System.nanoTime() - deadline < 0);
+      scratch.sink = sink;
+      return lock.readLock();
+    } finally {
+      WAITING_READERS.getAndAdd(this, -1);
+    }
   }
 
   /** The blocks an event changes, for chunking; a clear scans the whole table, so it fills a chunk alone. */
@@ -759,7 +813,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
    * touched; for the router's hot path. The caller must call {@code scratch.reset(touched)} when done.
    */
   int matchLocked(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
-    long stamp = readLockSpinning();
+    long stamp = lock.tryReadLock();
+    if (stamp == 0) {
+      stamp = readLockWarming(hashes, count, scratch);
+    }
     try {
       return entries.match(hashes, count, scratch, slotHighWater);
     } finally {

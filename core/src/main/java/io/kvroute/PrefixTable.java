@@ -203,6 +203,40 @@ final class PrefixTable {
   }
 
   /**
+   * Touches the home probe slot of {@code seq} and the slot {@value #ENTRY_AHEAD} on, what the match reads for a
+   * block after block 0; with no lock (racy reads that only warm the cache, each index bounded by the array read).
+   */
+  long touchHome(long seq) {
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int home = home(mix(seq), n);
+    int ahead = home + ENTRY_AHEAD;
+    return probe[home] + probe[ahead < n ? ahead : ahead - n];
+  }
+
+  /**
+   * Whether the first cache line of {@code seq}'s run holds its fingerprint: a guess, with no lock (racy reads of
+   * slots block 0's warming already loaded), of whether a match of a prompt starting with {@code seq} goes on past
+   * block 0.
+   */
+  boolean mayHold(long seq) {
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int print = mix(seq);
+    int pos = home(print, n);
+    for (int k = 0; k < RUN_AHEAD; k++, pos = pos + 1 == n ? 0 : pos + 1) {
+      long v = probe[pos];
+      if ((int) v < 0) {
+        return false;
+      }
+      if ((int) (v >>> 32) == print) {
+        return true;
+      }
+    }
+    return true; // a long run: assume so
+  }
+
+  /**
    * Touches what applying a chunk reads through engine hashes: for each key {@code j < count} (a worker-tier and
    * an engine hash), its engine bucket and the chain after it up to the entry of that worker-tier and hash, or to
    * the chain's end when there is none (what a store's duplicate check walks), in rounds: every bucket, then every
