@@ -6,6 +6,8 @@ import io.kvroute.Router;
 import io.kvroute.Routing;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -26,7 +28,9 @@ import org.HdrHistogram.Histogram;
  * no ingesting thread at all, the selections' own latency on the same index and prompts). Each of the
  * {@code selectThreads} routing threads cycles over 512 prompts, all {@link Match#HIT} (one worker holds the whole
  * prompt) or all {@link Match#MISS}, times each {@link Router#select(int[])} plus {@link Routing#close()} with
- * {@link System#nanoTime()} and records it in an HdrHistogram. Each point of the curve runs {@code warmup} seconds
+ * {@link System#nanoTime()} and records it in an HdrHistogram; the threads' CPU time over the window gives each
+ * call's mean CPU time and the ingesting thread's CPU time per block applied (pacing excluded), figures that on a
+ * machine shared with other work show what the selections cost apart from waiting for a core. Each point of the curve runs {@code warmup} seconds
  * unrecorded, then {@code seconds} recorded; the achieved ingestion rate is measured over the recorded window.
  *
  * <p>After the curve, the rate at which select's p99 crosses {@code p99LimitMicros} is bisected {@code bisect} times
@@ -77,7 +81,7 @@ public final class MixedLoad {
 
   /** One point of the curve. */
   record Point(Match match, long targetRate, double achievedRate, double selectsPerSecond, Histogram latency,
-      long misroutedHits) {
+      long misroutedHits, double selectCpuNanos, double ingestCpuNanosPerBlock) {
     double micros(double percentile) {
       return latency.getValueAtPercentile(percentile) / 1_000.0;
     }
@@ -87,10 +91,10 @@ public final class MixedLoad {
     }
 
     String row() {
-      return String.format(Locale.ROOT, "| %s | %s | %.2f M | %.0f k | %.2f | %.2f | %.2f | %.1f | %d |", match,
-          rateName(targetRate), achievedRate / 1e6,
-          selectsPerSecond / 1e3, micros(50), micros(99), micros(99.9), latency.getMaxValue() / 1_000.0,
-          latency.getTotalCount());
+      return String.format(Locale.ROOT, "| %s | %s | %.2f M | %.0f k | %.2f | %.2f | %.2f | %.1f | %d | %.2f | %s |",
+          match, rateName(targetRate), achievedRate / 1e6, selectsPerSecond / 1e3, micros(50), micros(99),
+          micros(99.9), latency.getMaxValue() / 1_000.0, latency.getTotalCount(), selectCpuNanos / 1e3,
+          Double.isNaN(ingestCpuNanosPerBlock) ? "-" : String.format(Locale.ROOT, "%.0f", ingestCpuNanosPerBlock));
     }
   }
 
@@ -104,6 +108,7 @@ public final class MixedLoad {
     Histogram[] histograms = new Histogram[threads];
     long[] misrouted = new long[threads];
     long[] calls = new long[threads];
+    long[] cpu = new long[threads + 1]; // each select thread's CPU time while recording, then the ingesting one's
     Control control = new Control();
     boolean ingesting = rate != 0;
     CountDownLatch done = new CountDownLatch(threads + (ingesting ? 1 : 0));
@@ -112,7 +117,7 @@ public final class MixedLoad {
     if (ingesting) {
       started.add(new Thread(() -> {
         try {
-          appliedBlocks.set(ingest(rate, control));
+          appliedBlocks.set(ingest(rate, control, cpu, threads));
         } finally {
           done.countDown();
         }
@@ -124,7 +129,7 @@ public final class MixedLoad {
       started.add(new Thread(() -> {
         try {
           calls[thread] = select(prompts, match, thread * (prompts.length / threads), histograms[thread],
-              misrouted, thread, control);
+              misrouted, thread, control, cpu);
         } finally {
           done.countDown();
         }
@@ -142,12 +147,17 @@ public final class MixedLoad {
     Histogram all = new Histogram(10_000_000_000L, 3);
     long selects = 0;
     long wrong = 0;
+    long selectCpu = 0;
     for (int t = 0; t < threads; t++) {
       all.add(histograms[t]);
       selects += calls[t];
       wrong += misrouted[t];
+      selectCpu += cpu[t];
     }
-    return new Point(match, rate, appliedBlocks.get() * 1e9 / elapsed, selects * 1e9 / elapsed, all, wrong);
+    long applied = appliedBlocks.get();
+    return new Point(match, rate, applied * 1e9 / elapsed, selects * 1e9 / elapsed, all, wrong,
+        selects == 0 ? Double.NaN : (double) selectCpu / selects,
+        applied == 0 ? Double.NaN : (double) cpu[threads] / applied);
   }
 
   /** What the driver tells the threads; read on every call. */
@@ -160,8 +170,10 @@ public final class MixedLoad {
    * Applies the stream's batches at {@code rate} blocks/s ({@link #UNPACED}: unpaced) until stopped; returns the
    * blocks applied while recording.
    */
-  private long ingest(long rate, Control control) {
+  private long ingest(long rate, Control control, long[] cpu, int at) {
     KvEventSink sink = router.eventSink();
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long recordedWork = 0; // nanoseconds of CPU spent applying, while recording (not pacing)
     long interval = rate == UNPACED ? 0 : (long) (1e9 * EventStream.PROMPT_BLOCKS / rate); // ns per batch
     long recorded = 0;
     long due = System.nanoTime();
@@ -180,18 +192,25 @@ public final class MixedLoad {
         // Keep the schedule (an open-loop rate), but after a stall of the machine catch up at most 2 ms of work.
         due = Math.max(due, now - MAX_LAG_NANOS) + interval;
       }
+      boolean recording = control.recording;
+      long before = recording ? threads.getCurrentThreadCpuTime() : 0;
       sink.applyAll(stream.senders[i], stream.decoded.get(i));
-      if (control.recording) {
+      if (recording) {
+        recordedWork += threads.getCurrentThreadCpuTime() - before;
         recorded += EventStream.PROMPT_BLOCKS;
       }
       i = i + 1 == stream.size() ? 0 : i + 1;
     }
+    cpu[at] = recordedWork;
     return recorded;
   }
 
   /** Routes prompts until stopped, recording each call's latency while recording; returns the calls recorded. */
   private long select(int[][] prompts, Match match, int start, Histogram histogram, long[] misrouted, int thread,
-      Control control) {
+      Control control, long[] cpu) {
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long cpuFrom = -1;
+    long cpuTo = -1;
     int mask = prompts.length - 1;
     long count = 0;
     long wrong = 0;
@@ -203,7 +222,15 @@ public final class MixedLoad {
         chosen = routing.workerId();
       }
       long t1 = System.nanoTime();
-      if (control.recording) {
+      boolean recording = control.recording;
+      if (recording && cpuFrom < 0) {
+        cpuFrom = threads.getCurrentThreadCpuTime(); // the window's calls start with the next one
+        continue;
+      }
+      if (!recording && cpuFrom >= 0 && cpuTo < 0) {
+        cpuTo = threads.getCurrentThreadCpuTime();
+      }
+      if (recording) {
         histogram.recordValue(t1 - t0);
         count++;
         if (match == Match.HIT && chosen != hitOwners[p] && !chosen.equals(hitOwners[p])) {
@@ -212,6 +239,7 @@ public final class MixedLoad {
       }
     }
     misrouted[thread] = wrong;
+    cpu[thread] = cpuTo < 0 ? 0 : cpuTo - cpuFrom;
     return count;
   }
 
@@ -320,8 +348,9 @@ public final class MixedLoad {
     System.out.printf(Locale.ROOT, "indexedBlocks=%d workers=%d blocksPerEvent=%d selectThreads=%d seconds=%.1f%n",
         options.indexedBlocks, options.workers, options.blocksPerEvent, options.selectThreads, options.seconds);
     MixedLoad load = new MixedLoad(options);
-    System.out.println("| Prompts | Target rate | Achieved blocks/s | select/s | p50 us | p99 us | p99.9 us | max us | samples |");
-    System.out.println("|---|---|---|---|---|---|---|---|---|");
+    System.out.println("| Prompts | Target rate | Achieved blocks/s | select/s | p50 us | p99 us | p99.9 us | max us | samples"
+        + " | select CPU us/call | ingest CPU ns/block |");
+    System.out.println("|---|---|---|---|---|---|---|---|---|---|---|");
     load.curve();
   }
 }
