@@ -75,6 +75,17 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   // and unpark on a loaded machine, and longer than a chunk's hold.
   private static final long SPIN_NANOS = 20_000;
   private static final VarHandle WAITING_READERS;
+  private static final int TALLY_PAD = 8; // longs: a cache line
+  private static final int CHUNK_HINTS = TALLY_PAD; // chunkEntries[0, CHUNK_HINTS) hold prepare's finds for removals
+  private static final int CHUNK_SINK = TALLY_PAD + 1;
+  private static final int STORED = TALLY_PAD + 2;
+  private static final int REMOVED = TALLY_PAD + 3;
+  private static final int ORPHANS = TALLY_PAD + 4;
+  private static final int MISMATCHED = TALLY_PAD + 5;
+  private static final int INVALID = TALLY_PAD + 6;
+  private static final int UNKNOWN_REMOVALS = TALLY_PAD + 7;
+  private static final int IGNORED = TALLY_PAD + 8;
+  private static final int TALLIES = 9;
 
   static {
     try {
@@ -114,15 +125,12 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private int[] chunkTiers = new int[64]; // the chunk's removals: worker-tier, engine hash, entry found
   private long[] chunkRemoved = new long[64];
   private int[] chunkEntries = new int[64];
-  private int chunkHints; // chunkEntries[0, chunkHints) hold the entries prepare found for the chunk's removals
-  private long chunkSink;
-  private long storedBlocks;
-  private long removedBlocks;
-  private long orphanBlocks;
-  private long mismatchedBlocks;
-  private long invalidEvents;
-  private long unknownRemovals;
-  private long ignoredBlocks;
+  // The counters the writer changes on every event, in one array of their own, 64 bytes of padding on each side:
+  // as fields of this object they would share a cache line with the lock and the table reference, which every
+  // selection reads (several times: the candidate loop reloads the table in each iteration), and each write would
+  // take that line from the selecting core, which then misses to the writer's cache (about 100 ns) for a
+  // reference that did not change. An array's elements are laid out in order, fields are not.
+  private final long[] tallies = new long[TALLY_PAD + TALLIES + TALLY_PAD];
 
   private KvIndexer(Builder builder) {
     this.blockSize = builder.blockSize;
@@ -449,7 +457,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         removals += events.blocks(i);
       }
     }
-    chunkHints = 0;
+    tallies[CHUNK_HINTS] = 0;
     int keys = removals + locals; // removed blocks first, then the stores' blocks
     if (chunkRemoved.length < keys) {
       int grown = Math.max(keys, chunkRemoved.length * 2);
@@ -484,8 +492,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
-      chunkSink = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
-      chunkHints = r;
+      tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
+      tallies[CHUNK_HINTS] = r;
     } finally {
       lock.unlockRead(stamp);
     }
@@ -594,20 +602,20 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       return;
     }
     if (!events.countsTowardPrefix(i)) {
-      ignoredBlocks += blocks;
+      tallies[IGNORED] += blocks;
       return;
     }
     int eventBlockSize = events.blockSize(i);
     int tokenCount = events.tokenCount(i);
     boolean tokenless = eventBlockSize == 0 && tokenCount == 0;
     if (!tokenless && eventBlockSize != blockSize) {
-      mismatchedBlocks += blocks;
+      tallies[MISMATCHED] += blocks;
       listener.onBlockSizeMismatch(worker, blockSize, eventBlockSize, blocks);
       return;
     }
     String invalid = validate(events, i, tokenless);
     if (invalid != null) {
-      invalidEvents++;
+      tallies[INVALID]++;
       listener.onInvalidEvent(worker, events.event(i), invalid);
       return;
     }
@@ -618,7 +626,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     }
     int tier = events.tierOrdinal(i);
     int slotTier = slot * TIERS + tier;
-    storedBlocks += blocks;
+    tallies[STORED] += blocks;
 
     long[] hashes = events.hashes();
     int first = events.hashStart(i);
@@ -676,7 +684,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       entries.upsert(slotTier, hash, seq, blockOrphan);
     }
     if (orphans > 0) {
-      orphanBlocks += orphans;
+      tallies[ORPHANS] += orphans;
       listener.onOrphanBlocks(worker, orphans);
     }
   }
@@ -746,7 +754,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private void applyRemoved(WorkerId worker, KvEventColumns events, int i, int slot, int hintsAt) {
     int blocks = events.blocks(i);
     if (slot == NIL) {
-      unknownRemovals += blocks;
+      tallies[UNKNOWN_REMOVALS] += blocks;
       if (blocks > 0) {
         listener.onUnknownRemoval(worker, blocks);
       }
@@ -756,16 +764,16 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     long[] hashes = events.hashes();
     int unknown = 0;
     int[] found = chunkEntries;
-    int hints = hintsAt < 0 ? 0 : Math.max(0, Math.min(blocks, chunkHints - hintsAt));
+    int hints = hintsAt < 0 ? 0 : Math.max(0, Math.min(blocks, (int) tallies[CHUNK_HINTS] - hintsAt));
     for (int b = 0, h = events.hashStart(i); b < blocks; b++, h++) {
       if (entries.release(slotTier, hashes[h], b < hints ? found[hintsAt + b] : NIL)) {
-        removedBlocks++;
+        tallies[REMOVED]++;
       } else {
         unknown++;
       }
     }
     if (unknown > 0) {
-      unknownRemovals += unknown;
+      tallies[UNKNOWN_REMOVALS] += unknown;
       listener.onUnknownRemoval(worker, unknown);
     }
   }
@@ -838,7 +846,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       for (int i = 0; i < count; i++) {
         entries.upsert(slot * TIERS, hashes[i], hashes[i], false);
       }
-      storedBlocks += count;
+      tallies[STORED] += count;
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -857,7 +865,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       for (int i = 0; i < count; i++) {
         if (entries.release(slot * TIERS, hashes[i])) { // else evicted by the budget meanwhile
-          removedBlocks++;
+          tallies[REMOVED]++;
         }
       }
     } finally {
@@ -918,7 +926,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         }
       }
       return IndexStats.of(entries.size, perWorker, entries.capacity, entries.maxEntries, entries.bytes(),
-          storedBlocks, removedBlocks, orphanBlocks, mismatchedBlocks, invalidEvents, unknownRemovals, ignoredBlocks,
+          tallies[STORED], tallies[REMOVED], tallies[ORPHANS], tallies[MISMATCHED], tallies[INVALID],
+          tallies[UNKNOWN_REMOVALS], tallies[IGNORED],
           entries.evictedEntries);
     } finally {
       lock.unlockRead(stamp);

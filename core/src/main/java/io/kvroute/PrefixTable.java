@@ -16,7 +16,7 @@ import java.util.Arrays;
  *
  * <p>Fields are package-private so that the test-scope invariant check ({@code IndexInvariants}) can read them.
  */
-final class PrefixTable {
+final class PrefixTable extends PrefixTableLayout.Padded {
   // Entry layout in `table`, STRIDE longs per entry. What a match reads (SEQ, then LINK, and META on a hit) comes
   // first and together: 24 bytes, which share one 64-byte cache line for 6 of the 8 positions an entry takes
   // modulo a line (40-byte entries), where SEQ..LINK spanning 32 bytes did for 5 of 8, and SEQ with LINK alone
@@ -46,22 +46,14 @@ final class PrefixTable {
   // at one entry a bucket); the rest are walked under the lock.
   static final int MAX_TOUCH_ROUNDS = 4;
 
-  final int maxEntries;
-  long[] table;
-  // The sequence-hash lookup: open addressing with linear probing, one long per slot, fingerprint (hi 32, the
-  // sequence hash mixed, which also gives the home slot) | entry (lo 32), EMPTY when free. It holds every entry that
-  // is neither an orphan nor a shadow. A lookup reads its home slot and the run after it (8 slots a cache line),
-  // and an entry only when its fingerprint matches, so a block of a match costs one random load, not a bucket
-  // head and then a chain of entries; and all of a prompt's slots can be loaded before any entry. At most 1/2 full.
-  long[] seqSlots;
-  int[] engHeads;
+  // The arrays (table, seqSlots, engHeads, slotEntries) and maxEntries are in PrefixTableLayout, apart from the
+  // fields below, which the writer changes on every block.
   int capacity;
   int size;
   int highWater; // entries [0, highWater) have been handed out at least once
   int freeHead = NIL;
   int lruHead = NIL;
   int lruTail = NIL;
-  int[] slotEntries = new int[16]; // live entries per slot
   // Shadow entries by (worker-tier, content): rare, so a map of small lists is cheap.
   final Long2ObjectOpenHashMap<IntArrayList> shadows = new Long2ObjectOpenHashMap<>();
   int shadowEntries;
@@ -70,7 +62,7 @@ final class PrefixTable {
   private int[] chainScratch = new int[64]; // touchChains' entries found per key
 
   PrefixTable(int maxEntries) {
-    this.maxEntries = maxEntries;
+    super(maxEntries);
     allocate(Math.min(INITIAL_CAPACITY, maxEntries));
   }
 
