@@ -52,13 +52,13 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <h2>Memory</h2>
- * Entries live in flat primitive tables (about 64 bytes per entry at full capacity, see {@link IndexStats}). When
+ * Entries live in flat primitive tables (about 72 bytes per entry at full capacity, see {@link IndexStats}). When
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
  * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once. The tables and the
  * match loop are in the package-private {@code PrefixTable}; this class holds the event rules and the locking.
  */
 public final class KvIndexer implements KvEventSink, KvIndex {
-  /** The default entry budget: 4 Mi entries, about 270 MB at full use. */
+  /** The default entry budget: 4 Mi entries, about 300 MB at full use. */
   public static final int DEFAULT_MAX_ENTRIES = 4 * 1024 * 1024;
   /** The default bound on distinct workers (worker name and rank pairs). */
   public static final int DEFAULT_MAX_WORKERS = 16_384;
@@ -646,6 +646,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       entries.prefetchEngineChains(slotTier, hashes, first, blocks);
     }
     long[] seqs = null;
+    long firstParent = previous; // the parent of block 0, unless atRoot
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
       // can be fetched together, their cache misses overlapping instead of one per stored block.
@@ -668,20 +669,32 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       long seq = 0;
       boolean blockOrphan = orphan;
       long hash = hashes[first + b];
+      long parent = 0;
+      long parentKind = 0;
       if (tokenless) {
-        // A tokenless block is known only through the same engine block in a tier; its parent does not matter.
+        // A tokenless block is known only through the same engine block in a tier, whose content and parent it
+        // takes; the event's parent does not matter.
         int twin = entries.findAnyTier(slot, tier, hash);
         blockOrphan = twin == NIL || entries.isOrphan(twin);
         if (!blockOrphan) {
           seq = entries.seqOf(twin);
+          parent = entries.parentOf(twin);
+          parentKind = entries.parentKindOf(twin);
         }
       } else if (!orphan) {
         seq = seqs[b];
+        if (b > 0) {
+          parent = seqs[b - 1];
+        } else if (atRoot) {
+          parentKind = PrefixTable.ROOT;
+        } else {
+          parent = firstParent;
+        }
       }
       if (blockOrphan) {
         orphans++;
       }
-      entries.upsert(slotTier, hash, seq, blockOrphan);
+      entries.upsert(slotTier, hash, seq, blockOrphan, parent, parentKind);
     }
     if (orphans > 0) {
       tallies[ORPHANS] += orphans;
@@ -844,7 +857,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         return;
       }
       for (int i = 0; i < count; i++) {
-        entries.upsert(slot * TIERS, hashes[i], hashes[i], false);
+        entries.upsert(slot * TIERS, hashes[i], hashes[i], false, i == 0 ? 0 : hashes[i - 1],
+            i == 0 ? PrefixTable.ROOT : 0);
       }
       tallies[STORED] += count;
     } finally {

@@ -1,6 +1,7 @@
 package io.kvroute;
 
 import it.unimi.dsi.fastutil.ints.IntArrayList;
+import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.Arrays;
 
@@ -21,15 +22,21 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   // first and together: 24 bytes, which share one 64-byte cache line for 6 of the 8 positions an entry takes
   // modulo a line (40-byte entries), where SEQ..LINK spanning 32 bytes did for 5 of 8, and SEQ with LINK alone
   // share a line for 7 of 8 (was 5 of 8).
-  static final int STRIDE = 5;
+  static final int STRIDE = 6;
   static final int SEQ = 0; // router sequence hash
-  static final int LINK = 1; // a shadow's position in its group (hi 32) | next in engine chain / free list (lo 32)
-  static final int META = 2; // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | refcount (low 30)
+  // A chained entry's held children (hi 32: see slotHoles) or a shadow's position in its group (hi 32) | next in
+  // engine chain / free list (lo 32)
+  static final int LINK = 1;
+  // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | root bit 29 | no-parent bit 28 | refcount (low 28)
+  static final int META = 2;
   static final int ENG = 3; // engine hash
   static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
+  static final int PARENT = 5; // the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans)
   static final long ORPHAN = 1L << 31;
   static final long SHADOW = 1L << 30;
-  static final long REFCOUNT_MASK = SHADOW - 1;
+  static final long ROOT = 1L << 29; // the first block of a sequence: it has no parent
+  static final long NO_PARENT = 1L << 28; // a block whose parent is not known: counted as a hole while chained
+  static final long REFCOUNT_MASK = NO_PARENT - 1;
   static final int NIL = -1;
   static final int INITIAL_CAPACITY = 1024;
   static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
@@ -54,11 +61,15 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   int freeHead = NIL;
   int lruHead = NIL;
   int lruTail = NIL;
+  // slotEntries and slotHoles (holes per slot, over its tiers: see PrefixTableLayout) are in PrefixTableLayout.
+  // (slot-tier, parent sequence hash) -> chained children of that slot-tier whose parent it does not hold.
+  final Long2IntOpenHashMap waiting = new Long2IntOpenHashMap();
   // Shadow entries by (worker-tier, content): rare, so a map of small lists is cheap.
   final Long2ObjectOpenHashMap<IntArrayList> shadows = new Long2ObjectOpenHashMap<>();
   int shadowEntries;
   long evictedEntries;
   private long prefetchSink; // keeps prefetching loads from being optimised away
+  private int lastJoined = NIL; // the entry joined last: most often the parent of the next one (see primaryOf)
   private int[] chainScratch = new int[64]; // touchChains' entries found per key
 
   PrefixTable(int maxEntries) {
@@ -70,6 +81,9 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   void ensureSlots(int slots) {
     if (slotEntries.length < slots) {
       slotEntries = Arrays.copyOf(slotEntries, Math.max(slots, slotEntries.length * 2));
+    }
+    if (slotHoles.length < slots) {
+      slotHoles = Arrays.copyOf(slotHoles, Math.max(slots, slotHoles.length * 2));
     }
   }
 
@@ -91,9 +105,22 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * Fills {@code scratch} with each slot's matched depth and returns the number of slots touched; the caller holds
    * the shared lock and must call {@code scratch.reset(touched)} when done.
    *
+   * <p>Block 0 is walked first, alone (a miss costs that one lookup). If no slot holding it has holes (see
+   * {@code slotHoles}), the rest is bisected ({@link #matchBisecting}): a prompt held to its end costs one more
+   * lookup, where walking every block cost one random page of the probe table per block. Otherwise every block is
+   * walked, in chunks.
+   *
    * @param slots the slot high-water mark (every slot an entry can name is below it)
    */
   int match(long[] hashes, int count, MatchScratch scratch, int slots) {
+    return match(hashes, count, scratch, slots, false);
+  }
+
+  /**
+   * {@link #match(long[], int, MatchScratch, int)}; with {@code ignoreHoles} (tests only) it bisects even when a
+   * slot holding block 0 has holes, which can give wrong answers.
+   */
+  int match(long[] hashes, int count, MatchScratch scratch, int slots, boolean ignoreHoles) {
     scratch.ensureSlots(slots);
     int[] depth = scratch.depth;
     int[] gpuDepth = scratch.gpuDepth;
@@ -136,6 +163,10 @@ final class PrefixTable extends PrefixTableLayout.Padded {
         int ahead = home + reach;
         sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
+      if (chunk == 0 && count > 1) {
+        // The last block's home too, where a bisection would look next (a miss loads it alongside, not after).
+        sink += probe[home(mix(hashes[count - 1]), n)];
+      }
       scratch.sink = sink;
       for (int i = chunk; i < end; i++) {
         long seq = hashes[i];
@@ -177,9 +208,152 @@ final class PrefixTable extends PrefixTableLayout.Padded {
         live = advanced;
         liveGpu = advancedGpu;
       }
+      if (end == 1 && count > 1 && (ignoreHoles || holeFree(scratch.touched, touched))) {
+        matchBisecting(hashes, count, scratch, live, liveGpu);
+        return touched;
+      }
       chunk = end;
     }
     return touched;
+  }
+
+  private boolean holeFree(int[] slots, int count) {
+    int[] holes = slotHoles;
+    for (int k = 0; k < count; k++) {
+      if (holes[slots[k]] != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The rest of a match once block 0 is walked, when no slot holding block 0 has holes: each such slot holds, in
+   * each tier, every prefix of what it holds, so the slots holding block {@code i} (in any tier, and on the GPU)
+   * can only shrink as {@code i} grows, and two sets of them, one inside the other, are equal when their sizes are.
+   * So an interval of blocks whose two ends have the same holders (as many in any tier, as many on the GPU) has
+   * them all the way through, and needs no probe in between; an interval whose ends differ is split at its middle,
+   * round by round, all of a round's middles loaded together. A prompt held to its end by the workers holding its
+   * block 0 costs one more probe (its last block); each distinct depth costs about log2(count) probes, in as many
+   * rounds. Each probed block raises the depth of the slots holding it to at least that block, which is each slot's
+   * depth once every interval is resolved or two blocks long.
+   *
+   * @param members slots holding block 0 (their depth is 1)
+   * @param gpuMembers of them, those holding it on the GPU (their GPU depth is 1)
+   */
+  private void matchBisecting(long[] hashes, int count, MatchScratch scratch, int members, int gpuMembers) {
+    scratch.ensureBlocks(count);
+    long[] held = scratch.held; // per probed block: holders in any tier (hi 32) | on the GPU (lo 32)
+    int[] from = scratch.from; // unresolved intervals [from, to], both ends probed
+    int[] to = scratch.to;
+    int[] homes = scratch.heads;
+    int[] prints = scratch.next;
+    held[0] = ((long) members << 32) | gpuMembers;
+    int last = count - 1;
+    held[last] = probeHolders(hashes, last, scratch, members, gpuMembers, home(mix(hashes[last]),
+        seqSlots.length), mix(hashes[last]));
+    int intervals = 0;
+    if (held[last] != held[0] && last > 1) {
+      from[0] = 0;
+      to[0] = last;
+      intervals = 1;
+    }
+    long[] probe = seqSlots;
+    int n = probe.length;
+    while (intervals > 0) {
+      // Round 1: every interval's middle block's home slot and the slot ENTRY_AHEAD on, loaded together.
+      int round = Math.min(intervals, MAX_GATHER);
+      long sink = 0;
+      for (int k = 0; k < round; k++) {
+        int mid = (from[k] + to[k]) >>> 1;
+        int print = mix(hashes[mid]);
+        int home = home(print, n);
+        prints[k] = print;
+        homes[k] = home;
+        int ahead = home + ENTRY_AHEAD;
+        sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
+      }
+      scratch.sink = sink;
+      // Then each middle's run; an interval's left end bounds its holders (the sets only shrink).
+      int next = 0;
+      for (int k = 0; k < round; k++) {
+        int lo = from[k];
+        int hi = to[k];
+        int mid = (lo + hi) >>> 1;
+        long bound = held[lo];
+        long h = probeHolders(hashes, mid, scratch, (int) (bound >>> 32), (int) bound, homes[k], prints[k]);
+        held[mid] = h;
+        // New intervals go after every interval not yet probed (this round's and, past MAX_GATHER, later ones).
+        if (h != bound && mid - lo > 1) {
+          scratch.pushInterval(intervals + next++, lo, mid);
+        }
+        if (h != held[hi] && hi - mid > 1) {
+          scratch.pushInterval(intervals + next++, mid, hi);
+        }
+        from = scratch.from;
+        to = scratch.to;
+      }
+      // Intervals of the next round: those past MAX_GATHER still waiting, then the new ones.
+      intervals = intervals - round + next;
+      System.arraycopy(from, round, from, 0, intervals);
+      System.arraycopy(to, round, to, 0, intervals);
+    }
+  }
+
+  /**
+   * Walks block {@code i}'s run from {@code home}, raising the depth (and, for a GPU entry, the GPU depth) of each
+   * slot holding block 0 (on the GPU) that holds it, each slot counted once; stops once {@code members} slots and
+   * {@code gpuMembers} GPU slots have been found (no more can hold it). Returns the counts, packed as in
+   * {@code MatchScratch.held}.
+   */
+  private long probeHolders(long[] hashes, int i, MatchScratch scratch, int members, int gpuMembers, int home,
+      int print) {
+    long[] table = this.table;
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int[] depth = scratch.depth;
+    int[] gpuDepth = scratch.gpuDepth;
+    int[] seen = scratch.seen;
+    int[] seenGpu = scratch.seenGpu;
+    long seq = hashes[i];
+    int stamp = i + 1;
+    int found = 0;
+    int foundGpu = 0;
+    if (members == 0) {
+      return 0;
+    }
+    for (int pos = home; ; pos = pos + 1 == n ? 0 : pos + 1) {
+      long v = probe[pos];
+      if ((int) v < 0) {
+        break;
+      }
+      if ((int) (v >>> 32) != print) {
+        continue;
+      }
+      int base = (int) v * STRIDE;
+      if (table[base + SEQ] == seq) {
+        int slotTier = (int) (table[base + META] >>> 32);
+        int slot = slotTier / TIERS;
+        if (depth[slot] != 0 && seen[slot] != stamp) { // a slot holding block 0, not yet counted here
+          seen[slot] = stamp;
+          found++;
+          if (depth[slot] < stamp) {
+            depth[slot] = stamp;
+          }
+        }
+        if (slotTier % TIERS == 0 && gpuDepth[slot] != 0 && seenGpu[slot] != stamp) {
+          seenGpu[slot] = stamp;
+          foundGpu++;
+          if (gpuDepth[slot] < stamp) {
+            gpuDepth[slot] = stamp;
+          }
+        }
+        if (found == members && foundGpu == gpuMembers) {
+          break;
+        }
+      }
+    }
+    return ((long) found << 32) | foundGpu;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -339,6 +513,16 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     return (table[e * STRIDE + META] & ORPHAN) != 0;
   }
 
+  /** The parent sequence hash of non-orphan entry {@code e}, when {@link #parentKindOf} is 0. */
+  long parentOf(int e) {
+    return table[e * STRIDE + PARENT];
+  }
+
+  /** Whether non-orphan entry {@code e} names its parent (0), is a first block ({@link #ROOT}) or neither. */
+  long parentKindOf(int e) {
+    return table[e * STRIDE + META] & (ROOT | NO_PARENT);
+  }
+
   /** The sequence hash of entry {@code e}. */
   long seqOf(int e) {
     return table[e * STRIDE + SEQ];
@@ -394,6 +578,16 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * re-keyed; a new entry may first evict the least recently stored one to stay within the budget.
    */
   void upsert(int slotTier, long engineHash, long seq, boolean orphan) {
+    upsert(slotTier, engineHash, seq, orphan, 0, NO_PARENT);
+  }
+
+  /**
+   * {@link #upsert(int, long, long, boolean)} naming the block's parent, which the hole counts follow.
+   *
+   * @param parent the parent block's sequence hash, when {@code parentKind} is 0
+   * @param parentKind 0 (the parent is {@code parent}), {@link #ROOT} (no parent) or {@link #NO_PARENT} (unknown)
+   */
+  void upsert(int slotTier, long engineHash, long seq, boolean orphan, long parent, long parentKind) {
     int e = findEngine(slotTier, engineHash);
     if (e != NIL) {
       int base = e * STRIDE;
@@ -405,8 +599,9 @@ final class PrefixTable extends PrefixTableLayout.Padded {
           unlinkContent(e);
         }
         table[base + SEQ] = seq;
-        meta = table[base + META];
-        table[base + META] = orphan ? meta | ORPHAN : meta & ~ORPHAN;
+        table[base + PARENT] = parent;
+        meta = table[base + META] & ~(ROOT | NO_PARENT);
+        table[base + META] = (orphan ? meta | ORPHAN : meta & ~ORPHAN) | parentKind;
         if (!orphan) {
           linkContent(e, slotTier, seq);
         }
@@ -428,7 +623,8 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     int base = e * STRIDE;
     table[base + SEQ] = seq;
     table[base + ENG] = engineHash;
-    table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | 1;
+    table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | parentKind | 1;
+    table[base + PARENT] = parent;
     table[base + LINK] = ((long) NIL << 32) | (NIL & 0xFFFFFFFFL);
     int bucket = engineBucket(slotTier, engineHash);
     setEngineNext(e, engHeads[bucket]);
@@ -583,6 +779,100 @@ final class PrefixTable extends PrefixTableLayout.Padded {
       }
     }
     probe[pos] = ((long) print << 32) | e;
+    joined(e, slotTier, seq);
+  }
+
+  /**
+   * Counts chained entry {@code e} (just placed in the probe table) as a child of its parent's chained entry, or
+   * as a hole when its slot-tier does not hold the parent; the slot-tier's children that were waiting for this
+   * content stop being holes.
+   */
+  private void joined(int e, int slotTier, long seq) {
+    int base = e * STRIDE;
+    int slot = slotTier / TIERS;
+    int hint = lastJoined;
+    lastJoined = e;
+    int children = 0;
+    if (!waiting.isEmpty()) {
+      children = waiting.remove(groupKey(slotTier, seq));
+      slotHoles[slot] -= children;
+    }
+    setChildren(e, children);
+    long meta = table[base + META];
+    if ((meta & ROOT) != 0) {
+      return;
+    }
+    long parent = table[base + PARENT];
+    if ((meta & NO_PARENT) != 0 || parent == seq) {
+      slotHoles[slot]++;
+      return;
+    }
+    int p = primaryOf(slotTier, parent, hint);
+    if (p != NIL) {
+      setChildren(p, children(p) + 1);
+    } else {
+      waiting.addTo(groupKey(slotTier, parent), 1);
+      slotHoles[slot]++;
+    }
+  }
+
+  /**
+   * Undoes {@link #joined} for chained entry {@code e}, whose content its slot-tier no longer holds (e has left the
+   * probe table): its parent loses a child, or the slot-tier a hole; its children wait for the content as holes.
+   */
+  private void left(int e, int slotTier, long seq) {
+    int base = e * STRIDE;
+    int slot = slotTier / TIERS;
+    long meta = table[base + META];
+    if ((meta & ROOT) == 0) {
+      long parent = table[base + PARENT];
+      if ((meta & NO_PARENT) != 0 || parent == seq) {
+        slotHoles[slot]--;
+      } else {
+        int p = primaryOf(slotTier, parent, e - 1);
+        if (p != NIL) {
+          setChildren(p, children(p) - 1);
+        } else {
+          long key = groupKey(slotTier, parent);
+          if (waiting.addTo(key, -1) == 1) {
+            waiting.remove(key);
+          }
+          slotHoles[slot]--;
+        }
+      }
+    }
+    int children = children(e);
+    if (children > 0) {
+      waiting.addTo(groupKey(slotTier, seq), children);
+      slotHoles[slot] += children;
+    }
+  }
+
+  /**
+   * {@link #findPrimary}, trying {@code hint} first: a sequence stored in one event takes consecutive entries (from
+   * the end of the table, or from the free list, which a sequence removed leaves first hands out in order), so a
+   * block's parent is most often the entry before it, which the caller has just read or written; the probe run is
+   * walked only when it is not.
+   */
+  private int primaryOf(int slotTier, long seq, int hint) {
+    if (hint >= 0 && hint < highWater) {
+      int base = hint * STRIDE;
+      long meta = table[base + META];
+      if (table[base + SEQ] == seq && (meta & REFCOUNT_MASK) != 0 && (meta & (ORPHAN | SHADOW)) == 0
+          && (int) (meta >>> 32) == slotTier) {
+        return hint; // the one chained entry of this slot-tier for this content
+      }
+    }
+    return findPrimary(slotTier, seq);
+  }
+
+  /** The held children of chained entry {@code e}. */
+  int children(int e) {
+    return (int) (table[e * STRIDE + LINK] >>> 32);
+  }
+
+  private void setChildren(int e, int children) {
+    setSeqNext(e, children);
   }
 
   private void addShadow(int e, int slotTier, long seq) {
@@ -615,10 +905,12 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     }
     unlinkSeq(e, seq);
     if (shadowEntries == 0) {
-      return; // no group exists (an emptied group leaves the map): skip the map's lookup on every removal
+      left(e, slotTier, seq); // no group exists (an emptied group leaves the map): skip the map's lookup
+      return;
     }
     IntArrayList group = shadows.get(key);
     if (group == null) {
+      left(e, slotTier, seq);
       return;
     }
     for (int i = group.size() - 1; i >= 0; i--) {
@@ -626,11 +918,16 @@ final class PrefixTable extends PrefixTableLayout.Padded {
       int cbase = candidate * STRIDE;
       if (table[cbase + SEQ] == seq && (int) (table[cbase + META] >>> 32) == slotTier) {
         removeShadow(key, candidate, i);
-        table[cbase + META] &= ~SHADOW;
+        // The shadow takes e's place as the content's chained entry, with e's parent and children, so that the
+        // hole counts (which follow contents, not entries) stay as they are.
+        table[cbase + META] = (table[cbase + META] & ~(SHADOW | ROOT | NO_PARENT)) | (meta & (ROOT | NO_PARENT));
+        table[cbase + PARENT] = table[base + PARENT];
+        setChildren(candidate, children(e));
         linkSeq(candidate, seq);
         return;
       }
     }
+    left(e, slotTier, seq);
   }
 
   private void removeShadow(long key, int e, int position) {
@@ -780,8 +1077,13 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     int[] depth = new int[16];
     int[] gpuDepth = new int[16];
     int[] touched = new int[16];
+    int[] seen = new int[16]; // per slot: the block (+1) whose holders it was last counted among, when bisecting
+    int[] seenGpu = new int[16];
     final int[] heads = new int[MAX_GATHER];
     final int[] next = new int[MAX_GATHER];
+    long[] held = new long[0]; // per block, when bisecting: see matchBisecting (grown to the longest prompt)
+    int[] from = new int[16]; // intervals still to bisect (grown as needed)
+    int[] to = new int[16];
     long sink; // keeps the gathering loads from being optimised away
 
     void ensureSlots(int slots) {
@@ -790,7 +1092,24 @@ final class PrefixTable extends PrefixTableLayout.Padded {
         depth = new int[n];
         gpuDepth = new int[n];
         touched = new int[n];
+        seen = new int[n];
+        seenGpu = new int[n];
       }
+    }
+
+    void ensureBlocks(int count) {
+      if (held.length < count) {
+        held = new long[Math.max(count, held.length * 2)];
+      }
+    }
+
+    void pushInterval(int at, int lo, int hi) {
+      if (at >= from.length) {
+        from = Arrays.copyOf(from, Math.max(at + 1, from.length * 2));
+        to = Arrays.copyOf(to, from.length);
+      }
+      from[at] = lo;
+      to[at] = hi;
     }
 
     void reset(int touchedCount) {
@@ -798,6 +1117,8 @@ final class PrefixTable extends PrefixTableLayout.Padded {
         int slot = touched[i];
         depth[slot] = 0;
         gpuDepth[slot] = 0;
+        seen[slot] = 0;
+        seenGpu[slot] = 0;
       }
     }
   }

@@ -26,6 +26,13 @@ abstract class PrefixTableLayout {
   long[] seqSlots;
   int[] engHeads;
   int[] slotEntries = new int[16]; // live entries per slot
+  // Holes per slot, over its tiers: chained entries whose parent content the same slot-tier does not hold (or whose
+  // parent is not known). A slot without holes holds, in each tier, every prefix of every sequence it holds, so the
+  // set of such slots holding block i of a prompt shrinks as i grows, and match can bisect the prompt's depth for
+  // them instead of probing every block (see matchBisecting). Kept exact by linkContent and unlinkContent: a
+  // chained entry counts its held children (LINK hi 32), and children whose parent is not held wait in `waiting`.
+  int[] slotHoles = new int[16];
+  int p08; // fills the 4 bytes before the padding: no writer field may take them
 
   PrefixTableLayout(int maxEntries) {
     this.maxEntries = maxEntries;
