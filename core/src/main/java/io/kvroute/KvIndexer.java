@@ -371,21 +371,34 @@ public final class KvIndexer implements KvEventSink, KvIndex {
    * Takes the read lock for a match while a write holds it: counts itself among the waiting readers (so that the
    * writer lets it in after the event it is applying), and while it waits, loads the probe slots the match will
    * read (racy reads that only warm the cache, as {@link #warmFirstBlock} does), one block between two tries of
-   * the lock; it queues after {@value #SPIN_NANOS} ns (a hold is a chunk, {@value #CHUNK_BLOCKS} blocks, or one
-   * larger event: a few microseconds, less than a park and unpark cost on a busy machine). Block 0's slots were
-   * loaded while the prompt hashed; the rest are loaded only when block 0 looks held (its fingerprint in its run), so a miss that waits
-   * does not fetch 127 lines it will not read.
+   * the lock, in the order a bisection of the depth probes them. It queues after {@value #SPIN_NANOS} ns (a hold
+   * is a chunk, {@value #CHUNK_BLOCKS} blocks, or one larger event: a few microseconds, less than a park and unpark
+   * cost on a busy machine). Block 0's slots were loaded while the prompt hashed; the others are loaded only when
+   * block 0 looks held (its fingerprint in its run), so a miss that waits fetches no lines it will not read.
    */
   private long readLockWarming(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
     WAITING_READERS.getAndAdd(this, 1);
     try {
       long sink = 0;
-      int warmed = count > 1 && entries.mayHold(hashes[0]) ? 1 : count;
+      // Blocks in the order a bisection of the depth probes them: the last one, then midpoints, coarse to fine
+      // (stride 64: block 64; 32: blocks 32 and 96; ...; 1: the odd ones), so that each block 1 to count - 1 is
+      // warmed once, and whatever the wait allows is what the match reads first, bisecting or walking.
+      int last = count > 1 && entries.mayHold(hashes[0]) ? count - 1 : 0;
+      int stride = last > 1 ? Integer.highestOneBit(last - 1) : 0;
+      int next = stride;
       long deadline = System.nanoTime() + SPIN_NANOS;
       do {
         for (int i = 0; i < 16; i++) {
-          if (warmed < count) {
-            sink += entries.touchHome(hashes[warmed++]);
+          if (last > 0) {
+            sink += entries.touchHome(hashes[last]);
+            last = 0;
+          } else if (stride > 0) {
+            sink += entries.touchHome(hashes[next]);
+            next += 2 * stride;
+            if (next >= count - 1) {
+              stride >>= 1;
+              next = stride;
+            }
           } else {
             Thread.onSpinWait();
           }

@@ -30,7 +30,8 @@ class KvIndexerConcurrencyTest {
   private static final int PROMPT_BLOCKS = 48; // more than one chunk of 32 blocks
 
   static Stream<Arguments> cases() {
-    return Stream.of(1, 4, 16, 48).flatMap(blocks -> Stream.of(Arguments.of(blocks, false), Arguments.of(blocks, true)));
+    return Stream.of(1, 4, 16, 48)
+        .flatMap(blocks -> Stream.of(Arguments.of(blocks, false), Arguments.of(blocks, true)));
   }
 
   @ParameterizedTest(name = "{0} blocks per stored event, matchLocked readers: {1}")

@@ -30,8 +30,9 @@ import org.HdrHistogram.Histogram;
  * prompt) or all {@link Match#MISS}, times each {@link Router#select(int[])} plus {@link Routing#close()} with
  * {@link System#nanoTime()} and records it in an HdrHistogram; the threads' CPU time over the window gives each
  * call's mean CPU time and the ingesting thread's CPU time per block applied (pacing excluded), figures that on a
- * machine shared with other work show what the selections cost apart from waiting for a core. Each point of the curve runs {@code warmup} seconds
- * unrecorded, then {@code seconds} recorded; the achieved ingestion rate is measured over the recorded window.
+ * machine shared with other work show what the selections cost apart from waiting for a core. Each point of the
+ * curve runs {@code warmup} seconds unrecorded, then {@code seconds} recorded; the achieved ingestion rate is
+ * measured over the recorded window.
  *
  * <p>After the curve, the rate at which select's p99 crosses {@code p99LimitMicros} is bisected {@code bisect} times
  * between the fastest passing and the slowest failing rate of the curve. Run from the repository root:
@@ -40,7 +41,8 @@ import org.HdrHistogram.Histogram;
  *     rates=0,max,250000,500000,1000000,2000000,4000000 match=HIT,MISS seconds=3 warmup=2
  * </pre>
  * Options are {@code key=value}: {@code indexedBlocks} (1,000,000), {@code workers} (64), {@code blocksPerEvent}
- * (16), {@code selectThreads} (1), {@code rates} (blocks/s, comma-separated; {@code max} for unpaced, 0 for no ingestion), {@code match},
+ * (16), {@code selectThreads} (1), {@code rates} (blocks/s, comma-separated; {@code max} for unpaced, 0 for no
+ * ingestion), {@code match},
  * {@code seconds} (3), {@code warmup} (2), {@code bisect} (3), {@code p99LimitMicros} (10).
  */
 public final class MixedLoad {
