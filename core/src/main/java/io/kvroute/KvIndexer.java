@@ -208,7 +208,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   /**
    * Applies a batch of events of {@code worker}, in order; never throws for bad events. Each event is applied under
    * one hold of the exclusive lock, so readers see it entirely or not at all; consecutive small events share a hold
-   * of up to {@value #CHUNK_BLOCKS} blocks, and between holds waiting readers go first. Before each hold, the
+   * of up to {@value #CHUNK_BLOCKS} blocks, which a selection waiting for the lock interrupts between two events,
+   * and between holds waiting readers go first. Before each hold, the
    * chunk's block hashes are computed and the index lines it will change are fetched under the shared lock, so that
    * readers wait for the changes only, not for their cache misses.
    *
