@@ -17,7 +17,7 @@ import java.util.Arrays;
  *
  * <p>Fields are package-private so that the test-scope invariant check ({@code IndexInvariants}) can read them.
  */
-final class PrefixTable {
+final class PrefixTable extends PrefixTableLayout.Padded {
   // Entry layout in `table`, STRIDE longs per entry. What a match reads (SEQ, then LINK, and META on a hit) comes
   // first and together: 24 bytes, which share one 64-byte cache line for 6 of the 8 positions an entry takes
   // modulo a line (40-byte entries), where SEQ..LINK spanning 32 bytes did for 5 of 8, and SEQ with LINK alone
@@ -57,31 +57,19 @@ final class PrefixTable {
   // at one entry a bucket); the rest are walked under the lock.
   static final int MAX_TOUCH_ROUNDS = 4;
 
-  final int maxEntries;
-  long[] table;
+  // The arrays (table, seqSlots, engHeads, slotEntries) and maxEntries are in PrefixTableLayout, apart from the
+  // fields below, which the writer changes on every block.
   // Per entry: the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans). Beside the table rather
-  // than in it: only the hole counts read it, on a store or a removal, and a sequence's entries are consecutive.
+  // than in it: only the hole counts read it, on a store or a removal (never a selection), and a sequence's entries
+  // are consecutive.
   long[] parents;
-  // The sequence-hash lookup: open addressing with linear probing, one long per slot, fingerprint (hi 32, the
-  // sequence hash mixed, which also gives the home slot) | entry (lo 32), EMPTY when free. It holds every entry that
-  // is neither an orphan nor a shadow. A lookup reads its home slot and the run after it (8 slots a cache line),
-  // and an entry only when its fingerprint matches, so a block of a match costs one random load, not a bucket
-  // head and then a chain of entries; and all of a prompt's slots can be loaded before any entry. At most 1/2 full.
-  long[] seqSlots;
-  int[] engHeads;
   int capacity;
   int size;
   int highWater; // entries [0, highWater) have been handed out at least once
   int freeHead = NIL;
   int lruHead = NIL;
   int lruTail = NIL;
-  int[] slotEntries = new int[16]; // live entries per slot
-  // Holes per slot, over its tiers: chained entries whose parent content the same slot-tier does not hold (or whose
-  // parent is not known). A slot without holes holds, in each tier, every prefix of every sequence it holds, so the
-  // set of such slots holding block i of a prompt shrinks as i grows, and match can bisect the prompt's depth for
-  // them instead of probing every block (see matchBisecting). Kept exact by linkContent and unlinkContent: a
-  // chained entry counts its held children (LINK hi 32), and children whose parent is not held wait in `waiting`.
-  int[] slotHoles = new int[16];
+  // slotEntries and slotHoles (holes per slot, over its tiers: see PrefixTableLayout) are in PrefixTableLayout.
   // (slot-tier, parent sequence hash) -> chained children of that slot-tier whose parent it does not hold.
   final Long2IntOpenHashMap waiting = new Long2IntOpenHashMap();
   // Shadow entries by (worker-tier, content): rare, so a map of small lists is cheap.
@@ -93,7 +81,7 @@ final class PrefixTable {
   private int[] chainScratch = new int[64]; // touchChains' entries found per key
 
   PrefixTable(int maxEntries) {
-    this.maxEntries = maxEntries;
+    super(maxEntries);
     allocate(Math.min(INITIAL_CAPACITY, maxEntries));
   }
 
@@ -406,6 +394,40 @@ final class PrefixTable {
     int home = home(mix(seq), n);
     int ahead = home + RUN_AHEAD;
     return probe[home] + probe[ahead < n ? ahead : ahead - n];
+  }
+
+  /**
+   * Touches the home probe slot of {@code seq} and the slot {@value #ENTRY_AHEAD} on, what the match reads for a
+   * block after block 0; with no lock (racy reads that only warm the cache, each index bounded by the array read).
+   */
+  long touchHome(long seq) {
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int home = home(mix(seq), n);
+    int ahead = home + ENTRY_AHEAD;
+    return probe[home] + probe[ahead < n ? ahead : ahead - n];
+  }
+
+  /**
+   * Whether the first cache line of {@code seq}'s run holds its fingerprint: a guess, with no lock (racy reads of
+   * slots block 0's warming already loaded), of whether a match of a prompt starting with {@code seq} goes on past
+   * block 0.
+   */
+  boolean mayHold(long seq) {
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int print = mix(seq);
+    int pos = home(print, n);
+    for (int k = 0; k < RUN_AHEAD; k++, pos = pos + 1 == n ? 0 : pos + 1) {
+      long v = probe[pos];
+      if ((int) v < 0) {
+        return false;
+      }
+      if ((int) (v >>> 32) == print) {
+        return true;
+      }
+    }
+    return true; // a long run: assume so
   }
 
   /**
