@@ -824,7 +824,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     int hint = lastJoined;
     lastJoined = e;
     int children = 0;
-    if (!waiting.isEmpty()) {
+    if (slotHoles[slot] != 0) { // children waiting in this slot-tier are holes of the slot
       children = waiting.remove(groupKey(slotTier, seq));
       slotHoles[slot] -= children;
     }
