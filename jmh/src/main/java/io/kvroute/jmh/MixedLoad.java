@@ -240,8 +240,11 @@ public final class MixedLoad {
         }
       }
     }
+    if (cpuFrom >= 0 && cpuTo < 0) {
+      cpuTo = threads.getCurrentThreadCpuTime(); // stopped before a call saw the window close
+    }
     misrouted[thread] = wrong;
-    cpu[thread] = cpuTo < 0 ? 0 : cpuTo - cpuFrom;
+    cpu[thread] = cpuFrom < 0 ? 0 : cpuTo - cpuFrom;
     return count;
   }
 
