@@ -22,7 +22,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   // first and together: 24 bytes, which share one 64-byte cache line for 6 of the 8 positions an entry takes
   // modulo a line (40-byte entries), where SEQ..LINK spanning 32 bytes did for 5 of 8, and SEQ with LINK alone
   // share a line for 7 of 8 (was 5 of 8).
-  static final int STRIDE = 6;
+  static final int STRIDE = 5;
   static final int SEQ = 0; // router sequence hash
   // A chained entry's held children (hi 32: see slotHoles) or a shadow's position in its group (hi 32) | next in
   // engine chain / free list (lo 32)
@@ -31,7 +31,6 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   static final int META = 2;
   static final int ENG = 3; // engine hash
   static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
-  static final int PARENT = 5; // the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans)
   static final long ORPHAN = 1L << 31;
   static final long SHADOW = 1L << 30;
   static final long ROOT = 1L << 29; // the first block of a sequence: it has no parent
@@ -48,6 +47,11 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   // of their home for nine blocks in ten at half fill: loading the slot ENTRY_AHEAD on brings the next line only
   // when the home lies in the upper half of its line, where such an entry may have crossed into it.
   static final int ENTRY_AHEAD = 4;
+  // A bisecting match (see matchBisecting) splits an interval whose ends differ into this many parts a round: 7
+  // probes, loaded together, per interval and round, and log8 of the prompt's blocks rounds (3 for 128 blocks,
+  // against 7 halving), each round waiting for one or two dependent cache misses. Measured on a prompt held to a
+  // random depth (SameJvmAb select PARTIAL): 4 parts took 20 to 30 % longer than 8, and 16 no less than 8.
+  static final int SPLIT = 8;
   // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds half an entry on average
   // at full capacity (twice as many buckets as entries), so 4 rounds cover all but about 0.02 % of the walks (0.4 %
   // at one entry a bucket); the rest are walked under the lock.
@@ -55,6 +59,9 @@ final class PrefixTable extends PrefixTableLayout.Padded {
 
   // The arrays (table, seqSlots, engHeads, slotEntries) and maxEntries are in PrefixTableLayout, apart from the
   // fields below, which the writer changes on every block.
+  // Per entry: the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans). Beside the table rather
+  // than in it: only the hole counts read it, on a store or a removal, and a sequence's entries are consecutive.
+  long[] parents;
   int capacity;
   int size;
   int highWater; // entries [0, highWater) have been handed out at least once
@@ -95,7 +102,8 @@ final class PrefixTable extends PrefixTableLayout.Padded {
 
   /** Heap held by the tables, in bytes. */
   long bytes() {
-    return (long) (table.length + seqSlots.length) * Long.BYTES + (long) engHeads.length * Integer.BYTES;
+    return (long) (table.length + parents.length + seqSlots.length) * Long.BYTES
+        + (long) engHeads.length * Integer.BYTES;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -164,8 +172,13 @@ final class PrefixTable extends PrefixTableLayout.Padded {
         sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
       if (chunk == 0 && count > 1) {
-        // The last block's home too, where a bisection would look next (a miss loads it alongside, not after).
-        sink += probe[home(mix(hashes[count - 1]), n)];
+        // The last block's home too, where a bisection would look next (a miss loads it alongside, not after), and
+        // the entry it names when its fingerprint is the block's, alongside block 0's entry.
+        int lastPrint = mix(hashes[count - 1]);
+        long v = probe[home(lastPrint, n)];
+        if ((int) (v >>> 32) == lastPrint && (int) v >= 0) {
+          sink += table[(int) v * STRIDE + SEQ];
+        }
       }
       scratch.sink = sink;
       for (int i = chunk; i < end; i++) {
@@ -232,11 +245,11 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * each tier, every prefix of what it holds, so the slots holding block {@code i} (in any tier, and on the GPU)
    * can only shrink as {@code i} grows, and two sets of them, one inside the other, are equal when their sizes are.
    * So an interval of blocks whose two ends have the same holders (as many in any tier, as many on the GPU) has
-   * them all the way through, and needs no probe in between; an interval whose ends differ is split at its middle,
-   * round by round, all of a round's middles loaded together. A prompt held to its end by the workers holding its
-   * block 0 costs one more probe (its last block); each distinct depth costs about log2(count) probes, in as many
-   * rounds. Each probed block raises the depth of the slots holding it to at least that block, which is each slot's
-   * depth once every interval is resolved or two blocks long.
+   * them all the way through, and needs no probe in between; an interval whose ends differ is split into
+   * {@link #SPLIT} parts, round by round, all of a round's inner blocks loaded together. A prompt held to its end by
+   * the workers holding its block 0 costs one more probe (its last block, loaded with block 0); each distinct depth
+   * costs about log8(count) rounds of 7 probes. Each probed block raises the depth of the slots holding it to at
+   * least that block, which is each slot's depth once every interval is resolved or two blocks long.
    *
    * @param members slots holding block 0 (their depth is 1)
    * @param gpuMembers of them, those holding it on the GPU (their GPU depth is 1)
@@ -261,39 +274,53 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     long[] probe = seqSlots;
     int n = probe.length;
     while (intervals > 0) {
-      // Round 1: every interval's middle block's home slot and the slot ENTRY_AHEAD on, loaded together.
-      int round = Math.min(intervals, MAX_GATHER);
+      // Round 1: the inner blocks that split each interval into SPLIT parts (all of them in one shorter than that),
+      // their home slots and the slots ENTRY_AHEAD on loaded together, for as many intervals as the scratch holds.
+      int round = 0;
+      int points = 0;
       long sink = 0;
-      for (int k = 0; k < round; k++) {
-        int mid = (from[k] + to[k]) >>> 1;
-        int print = mix(hashes[mid]);
-        int home = home(print, n);
-        prints[k] = print;
-        homes[k] = home;
-        int ahead = home + ENTRY_AHEAD;
-        sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
+      for (; round < intervals && points + SPLIT - 1 <= MAX_GATHER; round++) {
+        int lo = from[round];
+        int length = to[round] - lo;
+        int parts = Math.min(SPLIT, length);
+        for (int p = 1; p < parts; p++) {
+          int print = mix(hashes[lo + length * p / parts]);
+          int home = home(print, n);
+          prints[points] = print;
+          homes[points++] = home;
+          int ahead = home + ENTRY_AHEAD;
+          sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
+        }
       }
       scratch.sink = sink;
-      // Then each middle's run; an interval's left end bounds its holders (the sets only shrink).
+      // Then each inner block's run, left to right: the block before it bounds its holders (the sets only shrink).
+      // A part whose ends differ (and that has blocks inside) is an interval of the next round.
       int next = 0;
+      points = 0;
       for (int k = 0; k < round; k++) {
         int lo = from[k];
         int hi = to[k];
-        int mid = (lo + hi) >>> 1;
-        long bound = held[lo];
-        long h = probeHolders(hashes, mid, scratch, (int) (bound >>> 32), (int) bound, homes[k], prints[k]);
-        held[mid] = h;
-        // New intervals go after every interval not yet probed (this round's and, past MAX_GATHER, later ones).
-        if (h != bound && mid - lo > 1) {
-          scratch.pushInterval(intervals + next++, lo, mid);
-        }
-        if (h != held[hi] && hi - mid > 1) {
-          scratch.pushInterval(intervals + next++, mid, hi);
+        int length = hi - lo;
+        int parts = Math.min(SPLIT, length);
+        int previous = lo;
+        for (int p = 1; p <= parts; p++) {
+          int b = p == parts ? hi : lo + length * p / parts;
+          if (p < parts) {
+            long bound = held[previous];
+            held[b] = probeHolders(hashes, b, scratch, (int) (bound >>> 32), (int) bound, homes[points],
+                prints[points]);
+            points++;
+          }
+          // New intervals go after every interval not yet probed (this round's and, past the scratch, later ones).
+          if (held[b] != held[previous] && b - previous > 1) {
+            scratch.pushInterval(intervals + next++, previous, b);
+          }
+          previous = b;
         }
         from = scratch.from;
         to = scratch.to;
       }
-      // Intervals of the next round: those past MAX_GATHER still waiting, then the new ones.
+      // Intervals of the next round: those past the scratch still waiting, then the new ones.
       intervals = intervals - round + next;
       System.arraycopy(from, round, from, 0, intervals);
       System.arraycopy(to, round, to, 0, intervals);
@@ -515,7 +542,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
 
   /** The parent sequence hash of non-orphan entry {@code e}, when {@link #parentKindOf} is 0. */
   long parentOf(int e) {
-    return table[e * STRIDE + PARENT];
+    return parents[e];
   }
 
   /** Whether non-orphan entry {@code e} names its parent (0), is a first block ({@link #ROOT}) or neither. */
@@ -599,7 +626,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
           unlinkContent(e);
         }
         table[base + SEQ] = seq;
-        table[base + PARENT] = parent;
+        parents[e] = parent;
         meta = table[base + META] & ~(ROOT | NO_PARENT);
         table[base + META] = (orphan ? meta | ORPHAN : meta & ~ORPHAN) | parentKind;
         if (!orphan) {
@@ -624,7 +651,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     table[base + SEQ] = seq;
     table[base + ENG] = engineHash;
     table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | parentKind | 1;
-    table[base + PARENT] = parent;
+    parents[e] = parent;
     table[base + LINK] = ((long) NIL << 32) | (NIL & 0xFFFFFFFFL);
     int bucket = engineBucket(slotTier, engineHash);
     setEngineNext(e, engHeads[bucket]);
@@ -721,9 +748,11 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   private void grow() {
     int newCapacity = (int) Math.min(maxEntries, (long) capacity * 2);
     long[] old = table;
+    long[] oldParents = parents;
     int oldHighWater = highWater;
     allocate(newCapacity);
     System.arraycopy(old, 0, table, 0, oldHighWater * STRIDE);
+    System.arraycopy(oldParents, 0, parents, 0, oldHighWater);
     highWater = oldHighWater;
     rehash();
   }
@@ -731,6 +760,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   private void allocate(int newCapacity) {
     capacity = newCapacity;
     table = new long[newCapacity * STRIDE];
+    parents = new long[newCapacity];
     // Twice as many engine buckets as entries: a store's duplicate check (almost always a miss) walks its whole
     // chain, one cache miss per entry, so chains of half an entry at full capacity instead of one save half of
     // those misses, for 4 more bytes per entry.
@@ -802,7 +832,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     if ((meta & ROOT) != 0) {
       return;
     }
-    long parent = table[base + PARENT];
+    long parent = parents[e];
     if ((meta & NO_PARENT) != 0 || parent == seq) {
       slotHoles[slot]++;
       return;
@@ -825,7 +855,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     int slot = slotTier / TIERS;
     long meta = table[base + META];
     if ((meta & ROOT) == 0) {
-      long parent = table[base + PARENT];
+      long parent = parents[e];
       if ((meta & NO_PARENT) != 0 || parent == seq) {
         slotHoles[slot]--;
       } else {
@@ -921,7 +951,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
         // The shadow takes e's place as the content's chained entry, with e's parent and children, so that the
         // hole counts (which follow contents, not entries) stay as they are.
         table[cbase + META] = (table[cbase + META] & ~(SHADOW | ROOT | NO_PARENT)) | (meta & (ROOT | NO_PARENT));
-        table[cbase + PARENT] = table[base + PARENT];
+        parents[candidate] = parents[e];
         setChildren(candidate, children(e));
         linkSeq(candidate, seq);
         return;

@@ -20,7 +20,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * and walks it block by block otherwise. Here workers' holdings get holes the ways an engine's events make them (a
  * block removed under its live children, a sequence's tail offloaded to the host tier while its head stays on the
  * GPU, a tail stored before its head and stored again once the head is known, a removed block stored again, the
- * entry budget evicting heads first), and the answers must be the block-by-block definition's
+ * entry budget evicting heads first; beside them shadows promoted, tokenless offload placeholders, a worker cleared
+ * or removed), and the answers must be the block-by-block definition's
  * ({@link PrefixTableMatchTest#walk}, a scan of the whole table) while the hole counts must be the ones recomputed by
  * {@link IndexInvariants}. The same cases bisected regardless of holes give wrong answers, which shows that they
  * exercise the fallback.
@@ -63,7 +64,7 @@ class BisectingMatchTest {
           KvEvent.BlockStored all = Fixtures.storedFor(Arrays.copyOf(doc, held * BLOCK), BLOCK, seed * 31 + w);
           long[] engine = all.blockHashes();
           int k = random.nextInt(held); // where a hole is made
-          switch (random.nextInt(6)) {
+          switch (random.nextInt(9)) {
             case 0: // whole, no hole
               index.apply(worker, slice(all, 0, held, StorageTier.GPU));
               break;
@@ -91,6 +92,27 @@ class BisectingMatchTest {
               index.apply(worker, new KvEvent.BlockRemoved(new long[] {engine[k]}, StorageTier.GPU));
               index.apply(worker, slice(all, k, k + 1, StorageTier.GPU));
               break;
+            case 6: { // the same content under a second set of engine hashes (shadows), then the first removed
+              index.apply(worker, slice(all, 0, held, StorageTier.GPU));
+              KvEvent.BlockStored again = Fixtures.storedFor(Arrays.copyOf(doc, held * BLOCK), BLOCK, seed * 37 + w);
+              index.apply(worker, slice(again, 0, held, StorageTier.GPU));
+              long[] firstCopy = Arrays.copyOfRange(engine, k, held);
+              index.apply(worker, new KvEvent.BlockRemoved(firstCopy, StorageTier.GPU));
+              if (random.nextBoolean()) { // and the second copy's head: its tail stays, as shadows promoted
+                index.apply(worker, new KvEvent.BlockRemoved(
+                    Arrays.copyOfRange(again.blockHashes(), 0, k + 1), StorageTier.GPU));
+              }
+              break;
+            }
+            case 7: // tokenless offload placeholders in the host tier for part of what the GPU holds, then the GPU's
+              index.apply(worker, slice(all, 0, held, StorageTier.GPU));
+              long[] offloaded = Arrays.copyOfRange(engine, k, held);
+              index.apply(worker, new KvEvent.BlockStored(offloaded, k == 0 ? null : engine[k - 1], new int[0], 0,
+                  null, StorageTier.HOST, null, null));
+              if (random.nextBoolean()) {
+                index.apply(worker, new KvEvent.BlockRemoved(offloaded, StorageTier.GPU));
+              }
+              break;
             default: // in pieces, each chained to the one before, some in the host tier
               for (int from = 0; from < held; ) {
                 int to = Math.min(held, from + 1 + random.nextInt(40));
@@ -98,6 +120,14 @@ class BisectingMatchTest {
                 from = to;
               }
           }
+        }
+      }
+      if (workers > 1 && random.nextInt(4) == 0) { // a worker cleared, or removed: its holes go with it
+        WorkerId gone = WorkerId.of("w" + random.nextInt(workers));
+        if (random.nextBoolean()) {
+          index.apply(gone, new KvEvent.AllBlocksCleared());
+        } else {
+          index.removeWorker(gone);
         }
       }
       queries = new long[docs.length][];

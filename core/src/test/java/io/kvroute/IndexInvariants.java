@@ -5,7 +5,6 @@ import static io.kvroute.PrefixTable.LRU;
 import static io.kvroute.PrefixTable.META;
 import static io.kvroute.PrefixTable.NIL;
 import static io.kvroute.PrefixTable.NO_PARENT;
-import static io.kvroute.PrefixTable.PARENT;
 import static io.kvroute.PrefixTable.ROOT;
 import static io.kvroute.PrefixTable.ORPHAN;
 import static io.kvroute.PrefixTable.REFCOUNT_MASK;
@@ -174,7 +173,7 @@ public final class IndexInvariants {
         continue;
       }
       int slotTier = (int) (meta >>> 32);
-      long parent = table[base + PARENT];
+      long parent = t.parents[e];
       if ((meta & NO_PARENT) != 0 || parent == table[base + SEQ]) {
         holes[slotTier / TIERS]++;
         continue;

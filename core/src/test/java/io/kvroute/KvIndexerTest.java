@@ -171,8 +171,8 @@ class KvIndexerTest {
     }
     IndexStats stats = index.stats();
     assertEquals(1 << 16, stats.entries());
-    // Per entry: 6 longs of table (48 B), two ints of engine-chain heads (8 B) and two sequence probe slots of a
-    // long each (16 B), plus one spare slot for the whole table.
+    // Per entry: 5 longs of table (40 B), its parent's sequence hash (8 B), two ints of engine-chain heads (8 B)
+    // and two sequence probe slots of a long each (16 B), plus one spare slot for the whole table.
     assertEquals(72.0 + 8.0 / (1 << 16), stats.bytesPerEntry(), 1e-9, "bytes per entry");
     assertEquals(8, stats.entriesPerWorker().size());
   }
