@@ -562,6 +562,25 @@ class PredictedTtftPolicyTest {
   }
 
   /**
+   * The footprint compares an engine report with what was booked when the report was made: the bookings the last
+   * selection left, if that selection came before the report and the engine had nothing waiting (a waiting request
+   * is booked but holds no blocks). 500 blocks booked at 10 ns: a report made at 20 ns with nothing waiting is
+   * compared with 500; one made at 5 ns (before those bookings), one with a request waiting, and any report before
+   * a first selection are not used.
+   */
+  @Test
+  void theFootprintComparesAReportWithTheBookingsAtItsInstant() {
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)), "nothing booked yet");
+    m.booked = 500;
+    m.bookedAt = 10;
+    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)));
+    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 10)), "same instant");
+    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 5)), "report older");
+    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(3, 1, 0.9, 20)), "one waiting");
+  }
+
+  /**
    * Requests arrive at a full worker at 4 per second for 1.5 s each; its cache holds 600 blocks, turned over once
    * per service time. A request holding 150 blocks beyond the cache delays each of the 4 x 1.5 = 6 requests that
    * arrive while it runs by 150 / 600 of a service time, 0.375 s: 2.25 s in all. A request that adds only a 20-block
