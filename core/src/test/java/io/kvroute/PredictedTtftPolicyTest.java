@@ -506,17 +506,49 @@ class PredictedTtftPolicyTest {
    * filled the holder is passed over whenever its share of the recent selections
    * exceeds 1.25 / n (the cap's allowance is more than two standard errors of a filled window's share, so the cap
    * decides), so over the last 1,000 of 5,000 selections it gets that cap's share of them (the exponential share
-   * oscillates about the cap).
+   * oscillates about the cap). Each worker has completed one request of 2,000 (token-unit) nanoseconds, so a move
+   * for balance may cost up to 0.25 x 2,000 = 500, and the copy costs 480 more than the holder.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   void aWorkerPastItsShareOfTheRequestsServedIsPassedOver(long seed) {
     int n = 2 + (int) (seed % 5);
+    assertEquals(1.25 / n, servedByTheHolder(n, seed, 2_000), 0.01,
+        n + " workers: the holder's share of the last 1,000");
+  }
+
+  /**
+   * The setting of {@link #aWorkerPastItsShareOfTheRequestsServedIsPassedOver}, but requests take 1,800 (token-unit)
+   * nanoseconds: a move for balance may cost at most 0.25 x 1,800 = 450, less than the 512 - 32 = 480 a copy costs
+   * more than the holder, so the bound on requests served never passes the holder over.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void theBoundOnRequestsServedMovesNoRequestForMoreThanTheSlackOfAServiceTime(long seed) {
+    int n = 2 + (int) (seed % 5);
+    assertEquals(1.0, servedByTheHolder(n, seed, 1_800), 0.0, n + " workers: the holder's share of the last 1,000");
+  }
+
+  @Test
+  void aMoveForBalanceMayCostUpToTheSlackOfAServiceTime() {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    assertTrue(policy.movesCheaplyForBalance(1_250, 1_000, 1_000), "250 more against 0.25 x 1,000");
+    assertTrue(!policy.movesCheaplyForBalance(1_251, 1_000, 1_000), "251 more");
+    assertTrue(policy.movesCheaplyForBalance(900, 1_000, 0), "cheaper: always");
+    assertTrue(!policy.movesCheaplyForBalance(1_001, 1_000, 0), "no service time yet: no dearer move");
+    assertTrue(!policy.movesCheaplyForBalance(Double.POSITIVE_INFINITY, 1_000, 1e12), "nowhere to move");
+  }
+
+  /**
+   * The holder's share of the last 1,000 of 5,000 selections of the setting above, every worker having served one
+   * request of {@code service} nanoseconds.
+   */
+  private static double servedByTheHolder(int n, long seed, long service) {
     Worker[] workers = new Worker[n];
     for (int w = 0; w < n; w++) {
       workers[w] = Worker.of(WorkerId.of("w" + w));
     }
-    RouterPolicy policy = RouterPolicy.predictedTtft();
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
     int toHolder = 0;
     for (int i = 0; i < 5_000; i++) {
       Candidates c = new Candidates();
@@ -529,6 +561,11 @@ class PredictedTtftPolicyTest {
         c.setLoad(w, 0, 0, 32, 0);
       }
       int choice = policy.select(c);
+      if (i == 0) {
+        for (int w = 0; w < n; w++) {
+          policy.closed(workers[w].id(), -service, service);
+        }
+      }
       if (i < 64) {
         assertEquals(0, choice, "selection " + i + ": before a learning window, the holder");
       }
@@ -536,7 +573,7 @@ class PredictedTtftPolicyTest {
         toHolder++;
       }
     }
-    assertEquals(1.25 / n, toHolder / 1000.0, 0.01, n + " workers: the holder's share of the last 1,000");
+    return toHolder / 1000.0;
   }
 
   /**
