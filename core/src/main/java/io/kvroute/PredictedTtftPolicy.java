@@ -22,14 +22,16 @@ import java.util.Objects;
  *       cost leaves that term out, because in overload it mostly measures memory waits, which {@code memoryWait}
  *       and the load bound already count.
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
- *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
+ *       until enough of them finish (one finishes about every {@link #nanosPerFinish}: the time one runs over the
+ *       requests the engine reports running; a block is freed only with
  *       its last holder, from the router's count of active blocks by holder number; at least one whole finish,
  *       see {@link #atLeastOneFinish}). The cache size is the
  *       largest cached tree seen, which is known to be the capacity once the tree shrank (an eviction) or the
  *       engine reported waiting requests with fewer free blocks than a prompt needs (it waits for memory, see
  *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
  *       blocks are the router's bookings
- *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
+ *       times a footprint learned from the engine's reported KV usage against the bookings at the report's instant
+ *       (outputs and partial blocks are not booked; see {@link #bookingsAtTheReport}).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
  *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
