@@ -22,14 +22,16 @@ import java.util.Objects;
  *       cost leaves that term out, because in overload it mostly measures memory waits, which {@code memoryWait}
  *       and the load bound already count.
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
- *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
+ *       until enough of them finish (one finishes about every {@link #nanosPerFinish}: the time one runs over the
+ *       requests the engine reports running; a block is freed only with
  *       its last holder, from the router's count of active blocks by holder number; at least one whole finish,
  *       see {@link #atLeastOneFinish}). The cache size is the
  *       largest cached tree seen, which is known to be the capacity once the tree shrank (an eviction) or the
  *       engine reported waiting requests with fewer free blocks than a prompt needs (it waits for memory, see
  *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
  *       blocks are the router's bookings
- *       times a footprint learned from the engine's reported KV usage (outputs and partial blocks are not booked).
+ *       times a footprint learned from the engine's reported KV usage against the bookings at the report's instant
+ *       (outputs and partial blocks are not booked; see {@link #bookingsAtTheReport}).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
  *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
@@ -116,6 +118,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double serviceNanos = Double.NaN;
     double footprint = 1; // engine-reported pinned blocks over the router's booked blocks
     long lastLoadAt = Long.MIN_VALUE;
+    /** The blocks booked here after the last selection, and when: see {@link #bookingsAtTheReport}. */
+    long booked;
+    long bookedAt = Long.MIN_VALUE;
     long maxCached;
     boolean filled;
     long lastSeen;
@@ -355,6 +360,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       }
     }
     learnRoutedShares(n, choice);
+    noteBookings(c, n, choice);
     int shared = (int) Math.max(bestHit, hit(c, choice, maxHitBlocks));
     if (shared > 0) {
       Model chosen = byCandidate[choice];
@@ -370,6 +376,15 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       forgetDeparted(sweep);
     }
     return choice;
+  }
+
+  /** Records what each candidate has booked once this selection's request is booked (see bookingsAtTheReport). */
+  private void noteBookings(Candidates c, int n, int choice) {
+    for (int i = 0; i < n; i++) {
+      Model m = byCandidate[i];
+      m.booked = i == choice ? c.decodeBlocks(i) : c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+      m.bookedAt = c.nowNanos();
+    }
   }
 
   private double[] costs = new double[8];
@@ -415,7 +430,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       if (over > 0 && active > 0) {
         long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
         double finishes = atLeastOneFinish(finishing(c, i, active, (m.footprint - 1) * booked, over));
-        ttft += finishes * m.serviceNanos / active;
+        ttft += finishes * nanosPerFinish(m.serviceNanos, m.n > 0 ? m.sy / m.n : Double.NaN, active,
+            c.engineLoad(i));
         excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
       }
       if (clusterOutOfMemory) {
@@ -536,6 +552,30 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       return 0;
     }
     return rate * serviceNanos * (excess * serviceNanos / capacity);
+  }
+
+  /**
+   * The time between two finishes on a memory-bound worker, in nanoseconds: the requests running there over how
+   * long one runs (Little's law on the running stage), {@code (serviceNanos - meanTtftNanos) / running}, with the
+   * running requests from the engine's latest report (at most {@code active}, at least one), the time one runs
+   * as its service time less its time to first token (its decode; its prefill is a small part: 13-70 ms of about
+   * 1.2 s on the article's grid); without a report or a first-token time, {@code serviceNanos / active}.
+   *
+   * <p>Little's law on the whole worker, {@code active / serviceNanos}, was the rate used before. It is right on
+   * average, but not at an instant when the worker is memory-bound: its pace is then set by how many requests its
+   * memory holds at once, not by how many are queued, so a queue twice as long takes twice as long to drain, where
+   * {@code active / serviceNanos} doubles the rate with the queue (the service time is a long average) and the
+   * predicted wait stays the same. At 3 workers, c32, 24 kinds, seed 2, a worker running 3 requests with 13-16
+   * waiting was predicted 2.3-2.6 s of memory wait (11-14 finishes at 180-260 ms) where they waited 4.2-5.3 s
+   * (3 requests finish about every 1.1-1.2 s there).
+   */
+  static double nanosPerFinish(double serviceNanos, double meanTtftNanos, int active, EngineLoad load) {
+    double running = load == null ? Double.NaN : Math.max(1, Math.min(active, load.running()));
+    double runNanos = serviceNanos - meanTtftNanos;
+    if (Double.isNaN(running) || !(runNanos > 0)) {
+      return serviceNanos / active;
+    }
+    return runNanos / running;
   }
 
   /**
@@ -842,7 +882,11 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
 
   /**
    * Learns how many blocks the engine pins per block the router booked (output tokens and partial blocks, which the
-   * router does not book, make it above 1), from each new engine report younger than a request's service time.
+   * router does not book, make it above 1), from each new engine report, against the bookings
+   * {@linkplain #bookingsAtTheReport at the report's instant}. It is kept at 1 or more, although the booking digest
+   * counts a shared prefix's last stride of {@link LoadTracker#SAMPLE} blocks once per holder and can book more than
+   * the engine pins: letting it fall to 0.5 cost more than it gained (43 scenarios at seeds 1-3, misses 29 -> 30,
+   * p50 geometric mean 0.747 / 0.756 / 0.762 -> 0.767 / 0.756 / 0.770 of {@code kvAware}'s).
    */
   private void learnFootprint(Candidates c, int i, Model m) {
     EngineLoad load = c.engineLoad(i);
@@ -850,16 +894,34 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       return;
     }
     m.lastLoadAt = load.observedAtNanos();
-    if (c.nowNanos() - load.observedAtNanos() > m.serviceNanos) {
-      return; // the requests active then are mostly gone
-    }
-    long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i)); // without this request
+    long booked = bookingsAtTheReport(m, load);
     if (booked <= c.requestBlocks()) {
-      return; // too little booked for a meaningful ratio
+      return; // unknown, or too little booked for a meaningful ratio
     }
     double observed = load.kvCacheUsage() * m.maxCached / booked;
     observed = Math.max(1, Math.min(4, observed));
     m.footprint += (observed - m.footprint) / config.learningWindow() * 8;
+  }
+
+  /**
+   * The blocks the router had booked on a worker when its engine made {@code load}, or -1 if unknown: the bookings
+   * left by the last selection, if it came before the report and the engine had no request waiting (a waiting
+   * request is booked but holds no blocks yet, so the ratio would not be the footprint of what is booked).
+   *
+   * <p>Before, the report was compared with the bookings of the selection that read it, up to a report interval
+   * later, and that biased the footprint up: a closed-loop client sends its next request the moment the previous
+   * one completes, so most selections come right after a close, whose blocks the older report still counts and
+   * the bookings no longer do. At 3 workers, c16, 7 kinds, seed 1, the footprint so learned over-estimated the
+   * pinned blocks by 14 on average at selection (585 minus the engine's free blocks, against the bookings times
+   * the footprint; the bookings alone were 6 under), enough for requests joining their prefix's holder, which pin
+   * 22 new blocks, to be predicted a whole finish of memory wait (about 220-300 ms) where the engine had room for
+   * them and admitted them at its next step.
+   */
+  static long bookingsAtTheReport(Model m, EngineLoad load) {
+    if (m.bookedAt == Long.MIN_VALUE || m.bookedAt > load.observedAtNanos() || load.waiting() > 0) {
+      return -1;
+    }
+    return m.booked;
   }
 
   /**
