@@ -172,15 +172,17 @@ public final class ReplicaExperiment {
           .replicas(replicas)
           .router(ticker -> {
             int r = built.getAndIncrement();
+            RouterListener listener = nats && options.syncIntervalNanos == 0 ? new DeliverAtOnce(warmTtft, syncs)
+                : warmTtft;
             Router router = Router.newBuilder().policy(one != null ? one : policy.get()).ticker(ticker).randomSeed(seed * 31 + r)
-                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(warmTtft).build();
+                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(listener).build();
             if (nats && r == replicas - 1) {
               awaitMesh(syncs);
               bytesAtStart[0] = Arrays.stream(syncs).mapToLong(s -> s.stats().bytesSent()).sum();
             }
             return router;
           });
-      if (nats) {
+      if (nats && options.syncIntervalNanos > 0) {
         simulation.periodic(Duration.ofNanos(options.syncIntervalNanos), () -> flushAndDeliver(syncs));
       }
       SimulationResult result;
@@ -250,6 +252,40 @@ public final class ReplicaExperiment {
       Arrays.sort(sorted);
       int rank = (int) Math.ceil(q * size);
       return sorted[Math.max(0, Math.min(size - 1, rank - 1))] / 1e6;
+    }
+  }
+
+  /**
+   * {@code --sync-interval-ms 0}, the counterfactual of a delivery that takes no time: every booking, first token
+   * and close is published and applied by every peer before the simulation goes on (the listener runs after the
+   * router's admission lock is released, on the simulation's only thread), so no replica ever decides without its
+   * peers' earlier decisions.
+   */
+  static final class DeliverAtOnce implements RouterListener {
+    private final RouterListener delegate;
+    private final NatsLoadSync[] syncs;
+
+    DeliverAtOnce(RouterListener delegate, NatsLoadSync[] syncs) {
+      this.delegate = delegate;
+      this.syncs = syncs;
+    }
+
+    @Override
+    public void onRouted(Routing routing) {
+      delegate.onRouted(routing);
+      flushAndDeliver(syncs);
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      delegate.onFirstToken(routing, elapsedNanos);
+      flushAndDeliver(syncs);
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      delegate.onClosed(routing, elapsedNanos);
+      flushAndDeliver(syncs);
     }
   }
 
@@ -352,7 +388,8 @@ public final class ReplicaExperiment {
         "  --kinds 2,7,12,24         prefix kinds",
         "  --workers 6  --concurrency 8  --requests 240  --runs 3  --blocks 585  --output-tokens 128  --seed 1",
         "  --sync-interval-ms 0.1    virtual time between flushes of the replicas' batched deltas (a peer learns",
-        "                            of a booking up to this late; default: NatsLoadSync's batch delay)",
+        "                            of a booking up to this late; default: NatsLoadSync's batch delay; 0: every",
+        "                            delta delivered to every peer before the simulation goes on, a counterfactual)",
         "  --client-jitter-ms 1      each client waits uniformly up to this long before each request (0: clients",
         "                            send the instant their previous request finished, all starting at time 0)",
         "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)",
@@ -389,7 +426,7 @@ public final class ReplicaExperiment {
           }
           syncModes = modes;
         }
-        case "--sync-interval-ms" -> syncIntervalNanos = Math.max(1, Cli.millisAsNanos(value, arg, false));
+        case "--sync-interval-ms" -> syncIntervalNanos = Cli.millisAsNanos(value, arg, true);
         case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
         case "--nats-url" -> natsUrl = value;
         case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);

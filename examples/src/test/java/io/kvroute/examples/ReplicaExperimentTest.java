@@ -60,7 +60,9 @@ class ReplicaExperimentTest {
         () -> ReplicaExperiment.Options.parse(new String[] {"--sync", "redis"}));
     assertTrue(e.getMessage().contains("redis"), e.getMessage());
     assertThrows(IllegalArgumentException.class,
-        () -> ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "0"}));
+        () -> ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "-1"}));
+    assertEquals(0, ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "0"}).syncIntervalNanos,
+        "0: every delta delivered at once (the counterfactual)");
     assertThrows(IllegalArgumentException.class,
         () -> ReplicaExperiment.Options.parse(new String[] {"--policies", "magic"}));
   }
