@@ -159,6 +159,7 @@ public final class ReplicaExperiment {
         }
       }
       AtomicInteger built = new AtomicInteger();
+      List<RouterListener> outcomeListeners = new ArrayList<>();
       RouterPolicy one = options.sharedPolicy ? policy.get() : null;
       long[] bytesAtStart = new long[1];
       WarmTtft warmTtft = new WarmTtft(options.concurrency, options.requests);
@@ -174,7 +175,11 @@ public final class ReplicaExperiment {
             int r = built.getAndIncrement();
             RouterListener listener = nats && options.syncIntervalNanos == 0 ? new DeliverAtOnce(warmTtft, syncs)
                 : warmTtft;
-            Router router = Router.newBuilder().policy(one != null ? one : policy.get()).ticker(ticker).randomSeed(seed * 31 + r)
+            RouterPolicy own = one != null ? one : policy.get();
+            if (options.shareOutcomes && own instanceof RouterListener l) {
+              listener = new OutcomesToPeers(listener, l, outcomeListeners);
+            }
+            Router router = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r)
                 .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(listener).build();
             if (nats && r == replicas - 1) {
               awaitMesh(syncs);
@@ -289,6 +294,48 @@ public final class ReplicaExperiment {
     }
   }
 
+  /**
+   * {@code --share-outcomes true}, a bound: every replica's policy also hears the other replicas' first tokens and
+   * closes, at once and exactly (what it learns its time model from), as one shared policy instance would.
+   */
+  static final class OutcomesToPeers implements RouterListener {
+    private final RouterListener delegate;
+    private final RouterListener own;
+    private final List<RouterListener> all;
+
+    OutcomesToPeers(RouterListener delegate, RouterListener own, List<RouterListener> all) {
+      this.delegate = delegate;
+      this.own = own;
+      this.all = all;
+      all.add(own);
+    }
+
+    @Override
+    public void onRouted(Routing routing) {
+      delegate.onRouted(routing);
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      delegate.onFirstToken(routing, elapsedNanos);
+      for (RouterListener l : all) {
+        if (l != own) {
+          l.onFirstToken(routing, elapsedNanos);
+        }
+      }
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      delegate.onClosed(routing, elapsedNanos);
+      for (RouterListener l : all) {
+        if (l != own) {
+          l.onClosed(routing, elapsedNanos);
+        }
+      }
+    }
+  }
+
   /** The busiest worker's requests over the mean: 1.00 is a perfectly even spread. */
   static double maxOverMean(int[] perWorker) {
     double mean = Arrays.stream(perWorker).average().orElse(0);
@@ -394,7 +441,9 @@ public final class ReplicaExperiment {
         "                            send the instant their previous request finished, all starting at time 0)",
         "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)",
         "  --shared-policy true      one policy instance for all replicas: its learned state shared at once (a bound",
-        "                            for sharing it, not a deployment)");
+        "                            for sharing it, not a deployment)",
+        "  --share-outcomes true     every replica's policy also hears the others' first tokens and closes, at once",
+        "                            (a bound for sharing what predictedTtft fits its time model to)");
 
     int[] replicas = {1, 2, 4};
     List<String> syncModes = List.of("none", "nats");
@@ -402,6 +451,7 @@ public final class ReplicaExperiment {
     long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
     @Nullable String natsUrl;
     boolean sharedPolicy;
+    boolean shareOutcomes;
 
     Options() {
       super(List.of("kvAware", "approximate", "cacheAffinity"));
@@ -430,6 +480,7 @@ public final class ReplicaExperiment {
         case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
         case "--nats-url" -> natsUrl = value;
         case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);
+        case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
         default -> {
           return false;
         }
