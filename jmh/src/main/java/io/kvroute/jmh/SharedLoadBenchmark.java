@@ -48,7 +48,14 @@ import org.openjdk.jmh.infra.Blackhole;
  * no peer: the measured replica publishes to nobody, and the difference is its own hooks and publisher. The
  * publisher, NATS and peer threads run beside the measured one: on a machine with fewer free cores than threads
  * they steal its time, so run it on a quiet machine with at least four; the measured thread's CPU time per
- * operation, printed after each iteration, is not inflated by that.
+ * operation, printed after each iteration, is not inflated by that. Before the first iteration both variants route
+ * {@code warmSelections} requests by count (the peer's client one in {@link #PEER_EVERY}): in approximate mode the
+ * prediction index keeps growing for a long time (a prompt spreads to another worker whenever its workers are
+ * busier), and a selection that stores a prompt costs more than one that renews it, so iterations timed by the clock
+ * would compare a variant that had routed more requests (a later, cheaper state) with one that had routed fewer.
+ * {@code -Dbench.counts=true} (as a forked JVM's argument) prints, after each iteration, how the routers recorded
+ * their predictions (renewed, renewed a peer's node, extended, stored whole; a peer's renewed or stored) and the
+ * prediction index's size.
  *
  * <pre>
  * mvn -B -q -pl jmh -am package -DskipTests
