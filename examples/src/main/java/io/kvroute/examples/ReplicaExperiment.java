@@ -160,7 +160,7 @@ public final class ReplicaExperiment {
       }
       AtomicInteger built = new AtomicInteger();
       List<RouterListener> outcomeListeners = new ArrayList<>();
-      RouterPolicy one = options.sharedPolicy ? policy.get() : null;
+      RouterPolicy one = options.sharedPolicy ? new OneInstance(policy.get()) : null;
       long[] bytesAtStart = new long[1];
       WarmTtft warmTtft = new WarmTtft(options.concurrency, options.requests);
       Simulation.Builder simulation = Simulation.newBuilder()
@@ -291,6 +291,96 @@ public final class ReplicaExperiment {
     public void onClosed(Routing routing, long elapsedNanos) {
       delegate.onClosed(routing, elapsedNanos);
       flushAndDeliver(syncs);
+    }
+  }
+
+  /**
+   * {@code --shared-policy true}: one policy instance for every replica, seen by the routers as a policy that learns
+   * nothing from its peers' notes (it is not a {@code PeerLearning}), so that each selection is learned from once, in
+   * its own {@code select}, not once more per peer from the notes on the bookings the sync delivers; the router's
+   * callbacks (first tokens, closes) reach it as they would the policy itself.
+   */
+  static final class OneInstance implements RouterPolicy, RouterListener {
+    private final RouterPolicy policy;
+    private final @Nullable RouterListener listener;
+
+    OneInstance(RouterPolicy policy) {
+      this.policy = policy;
+      this.listener = policy instanceof RouterListener l ? l : null;
+    }
+
+    @Override
+    public int select(io.kvroute.Candidates candidates) {
+      return policy.select(candidates);
+    }
+
+    @Override
+    public String name() {
+      return policy.name();
+    }
+
+    @Override
+    public void onRouted(Routing routing) {
+      if (listener != null) {
+        listener.onRouted(routing);
+      }
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      if (listener != null) {
+        listener.onFirstToken(routing, elapsedNanos);
+      }
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      if (listener != null) {
+        listener.onClosed(routing, elapsedNanos);
+      }
+    }
+
+    @Override
+    public void onNoWorker(io.kvroute.RouteRequest request) {
+      if (listener != null) {
+        listener.onNoWorker(request);
+      }
+    }
+
+    @Override
+    public void onWorkerAdded(io.kvroute.Worker worker) {
+      if (listener != null) {
+        listener.onWorkerAdded(worker);
+      }
+    }
+
+    @Override
+    public void onWorkerRemoved(io.kvroute.Worker worker) {
+      if (listener != null) {
+        listener.onWorkerRemoved(worker);
+      }
+    }
+
+    @Override
+    public void onWorkerUpdated(io.kvroute.Worker worker) {
+      if (listener != null) {
+        listener.onWorkerUpdated(worker);
+      }
+    }
+
+    @Override
+    public void onBookingsExpired(int count) {
+      if (listener != null) {
+        listener.onBookingsExpired(count);
+      }
+    }
+
+    @Override
+    public void onHealthChanged(io.kvroute.WorkerId worker, io.kvroute.HealthState from, io.kvroute.HealthState to,
+        String reason) {
+      if (listener != null) {
+        listener.onHealthChanged(worker, from, to, reason);
+      }
     }
   }
 
