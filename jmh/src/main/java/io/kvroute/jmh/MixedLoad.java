@@ -240,8 +240,11 @@ public final class MixedLoad {
         }
       }
     }
+    if (cpuFrom >= 0 && cpuTo < 0) {
+      cpuTo = threads.getCurrentThreadCpuTime(); // stopped before a call saw the window close
+    }
     misrouted[thread] = wrong;
-    cpu[thread] = cpuTo < 0 ? 0 : cpuTo - cpuFrom;
+    cpu[thread] = cpuFrom < 0 ? 0 : cpuTo - cpuFrom;
     return count;
   }
 
@@ -293,7 +296,7 @@ public final class MixedLoad {
     int blocksPerEvent = 16;
     int selectThreads = 1;
     long[] rates = {0, UNPACED, 250_000, 500_000, 1_000_000, 2_000_000, 4_000_000};
-    Match[] matches = Match.values();
+    Match[] matches = {Match.HIT, Match.MISS}; // PARTIAL prompts are SameJvmAb's only
     double seconds = 3;
     double warmupSeconds = 2;
     int bisect = 3;
@@ -322,6 +325,11 @@ public final class MixedLoad {
           case "bisect" -> o.bisect = Integer.parseInt(value);
           case "p99LimitMicros" -> o.p99LimitMicros = Double.parseDouble(value);
           default -> throw new IllegalArgumentException("unknown option " + key);
+        }
+      }
+      for (Match match : o.matches) {
+        if (match != Match.HIT && match != Match.MISS) {
+          throw new IllegalArgumentException("match must be HIT or MISS but was " + match);
         }
       }
       if (o.selectThreads <= 0) {
