@@ -60,7 +60,8 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   // The arrays (table, seqSlots, engHeads, slotEntries) and maxEntries are in PrefixTableLayout, apart from the
   // fields below, which the writer changes on every block.
   // Per entry: the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans). Beside the table rather
-  // than in it: only the hole counts read it, on a store or a removal, and a sequence's entries are consecutive.
+  // than in it: only the hole counts read it, on a store or a removal (never a selection), and a sequence's entries
+  // are consecutive.
   long[] parents;
   int capacity;
   int size;
@@ -823,7 +824,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     int hint = lastJoined;
     lastJoined = e;
     int children = 0;
-    if (!waiting.isEmpty()) {
+    if (slotHoles[slot] != 0) { // children waiting in this slot-tier are holes of the slot
       children = waiting.remove(groupKey(slotTier, seq));
       slotHoles[slot] -= children;
     }

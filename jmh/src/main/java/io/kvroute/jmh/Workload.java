@@ -84,7 +84,7 @@ final class Workload {
    * of two so that a cursor can mask into them.
    */
   static int[][] prompts(Match match, int[][] indexed, int promptTokens, int distinct, SplittableRandom random) {
-    int available = match == Match.MISS ? MAX_PROMPTS : indexed.length;
+    int available = match == Match.HIT ? indexed.length : MAX_PROMPTS;
     int count = Math.min(distinct, available);
     if (count <= 0) {
       throw new IllegalStateException("no prompts: the index holds no whole sequence of " + promptTokens + " tokens");
@@ -93,10 +93,6 @@ final class Workload {
     int[][] prompts = new int[count][];
     for (int i = 0; i < count; i++) {
       prompts[i] = match == Match.HIT ? indexed[i] : tokens(random, promptTokens);
-      if (match == Match.PARTIAL) { // the indexed prompt's first blocks, then the random tokens
-        int held = (1 + random.nextInt(promptTokens / BLOCK_SIZE - 1)) * BLOCK_SIZE;
-        System.arraycopy(indexed[i], 0, prompts[i], 0, held);
-      }
     }
     return prompts;
   }

@@ -16,7 +16,7 @@ class BenchmarkSmokeTest {
   private static final int BLOCKS = 10_000;
 
   @ParameterizedTest
-  @EnumSource(value = Match.class, names = {"HIT", "MISS"}) // PARTIAL is for SameJvmAb only
+  @EnumSource(Match.class)
   void selectRoutesHitsToTheWorkerHoldingThePrompt(Match match) {
     SelectBenchmark benchmark = new SelectBenchmark();
     benchmark.promptTokens = 512;
@@ -37,7 +37,7 @@ class BenchmarkSmokeTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = Match.class, names = {"HIT", "MISS"})
+  @EnumSource(Match.class)
   void matchFindsTheWholePromptOrNothing(Match match) {
     MatchBenchmark benchmark = new MatchBenchmark();
     benchmark.promptTokens = 2048;
@@ -130,13 +130,13 @@ class BenchmarkSmokeTest {
     KvIndexer indexer = IndexFootprint.populate(BLOCKS, KvIndexer.DEFAULT_MAX_ENTRIES);
     IndexStats stats = indexer.stats();
     assertEquals(BLOCKS, stats.entries());
-    // A table of 16,384 entries: 40 B of table, 8 B of parent sequence hash beside it and 8 B of engine-chain heads
-    // (two buckets) each, and two probe slots of 8 B (+1)
+    // A table of 16,384 entries: 40 B of table, 8 B of parent sequence hash (perf8's, in an array beside it) and
+    // 8 B of engine-chain heads (two buckets) each, and two probe slots of 8 B (+1)
     assertEquals((56.0 * 16_384 + 8.0 * (2 * 16_384 + 1)) / BLOCKS, stats.bytesPerEntry(), 1e-9);
   }
 
   @ParameterizedTest
-  @EnumSource(value = Match.class, names = {"HIT", "MISS"})
+  @EnumSource(Match.class)
   void mixedLoadRoutesEveryHitToItsOwnerWhileEventsStreamIn(Match match) throws InterruptedException {
     MixedLoad load = new MixedLoad(MixedLoad.Options.parse("indexedBlocks=" + BLOCKS, "workers=8", "seconds=0.3",
         "warmup=0.1", "selectThreads=1"));
