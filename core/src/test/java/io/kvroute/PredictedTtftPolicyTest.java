@@ -506,17 +506,64 @@ class PredictedTtftPolicyTest {
    * filled the holder is passed over whenever its share of the recent selections
    * exceeds 1.25 / n (the cap's allowance is more than two standard errors of a filled window's share, so the cap
    * decides), so over the last 1,000 of 5,000 selections it gets that cap's share of them (the exponential share
-   * oscillates about the cap).
+   * oscillates about the cap). Each worker has completed one request of 2,000 (token-unit) nanoseconds, so a move
+   * for balance may cost up to 0.25 x 2,000 = 500, and the copy costs 480 more than the holder.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
   void aWorkerPastItsShareOfTheRequestsServedIsPassedOver(long seed) {
     int n = 2 + (int) (seed % 5);
+    assertEquals(1.25 / n, servedByTheHolder(n, seed, 2_000), 0.01,
+        n + " workers: the holder's share of the last 1,000");
+  }
+
+  /**
+   * The setting of {@link #aWorkerPastItsShareOfTheRequestsServedIsPassedOver}, but requests take 1,800 (token-unit)
+   * nanoseconds: a move for balance may cost at most 0.25 x 1,800 = 450, less than the 512 - 32 = 480 a copy costs
+   * more than the holder, so the bound on requests served never passes the holder over.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void theBoundOnRequestsServedMovesNoRequestForMoreThanTheSlackOfAServiceTime(long seed) {
+    int n = 2 + (int) (seed % 5);
+    assertEquals(1.0, servedByTheHolder(n, seed, 1_800), 0.0, n + " workers: the holder's share of the last 1,000");
+  }
+
+  /**
+   * Three full caches of 583 blocks hold 1,749 together. A request that adds its 21-block tail at its holder and its
+   * whole 148 blocks at either other worker needs 21 + 148 + 148 = 317 blocks for one such request per worker: with
+   * 1,700 blocks pinned, 1,700 + 317 = 2,017 > 1,749 and the cluster is out of memory for it (room on any one worker
+   * is transient); with 1,400 pinned, 1,717 <= 1,749 and it is not; nor is a cluster of unknown size.
+   */
+  @Test
+  void aClusterWithoutRoomForOneSuchRequestPerWorkerIsOutOfMemory() {
+    assertTrue(PredictedTtftPolicy.clusterOutOfMemory(1_700, 3 * 583, 21 + 148 + 148));
+    assertTrue(!PredictedTtftPolicy.clusterOutOfMemory(1_400, 3 * 583, 21 + 148 + 148));
+    assertTrue(PredictedTtftPolicy.clusterOutOfMemory(1_433, 3 * 583, 21 + 148 + 148), "1 block short");
+    assertTrue(!PredictedTtftPolicy.clusterOutOfMemory(1_432, 3 * 583, 21 + 148 + 148), "exactly room");
+    assertTrue(!PredictedTtftPolicy.clusterOutOfMemory(10, 0, 317), "no known capacity");
+  }
+
+  @Test
+  void aMoveForBalanceMayCostUpToTheSlackOfAServiceTime() {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    assertTrue(policy.movesCheaplyForBalance(1_250, 1_000, 1_000), "250 more against 0.25 x 1,000");
+    assertTrue(!policy.movesCheaplyForBalance(1_251, 1_000, 1_000), "251 more");
+    assertTrue(policy.movesCheaplyForBalance(900, 1_000, 0), "cheaper: always");
+    assertTrue(!policy.movesCheaplyForBalance(1_001, 1_000, 0), "no service time yet: no dearer move");
+    assertTrue(!policy.movesCheaplyForBalance(Double.POSITIVE_INFINITY, 1_000, 1e12), "nowhere to move");
+  }
+
+  /**
+   * The holder's share of the last 1,000 of 5,000 selections of the setting above, every worker having served one
+   * request of {@code service} nanoseconds.
+   */
+  private static double servedByTheHolder(int n, long seed, long service) {
     Worker[] workers = new Worker[n];
     for (int w = 0; w < n; w++) {
       workers[w] = Worker.of(WorkerId.of("w" + w));
     }
-    RouterPolicy policy = RouterPolicy.predictedTtft();
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
     int toHolder = 0;
     for (int i = 0; i < 5_000; i++) {
       Candidates c = new Candidates();
@@ -529,6 +576,11 @@ class PredictedTtftPolicyTest {
         c.setLoad(w, 0, 0, 32, 0);
       }
       int choice = policy.select(c);
+      if (i == 0) {
+        for (int w = 0; w < n; w++) {
+          policy.closed(workers[w].id(), -service, service);
+        }
+      }
       if (i < 64) {
         assertEquals(0, choice, "selection " + i + ": before a learning window, the holder");
       }
@@ -536,7 +588,7 @@ class PredictedTtftPolicyTest {
         toHolder++;
       }
     }
-    assertEquals(1.25 / n, toHolder / 1000.0, 0.01, n + " workers: the holder's share of the last 1,000");
+    return toHolder / 1000.0;
   }
 
   /**
@@ -559,6 +611,43 @@ class PredictedTtftPolicyTest {
     double deeper = PredictedTtftPolicy.finishing(c, 0, 2, 0, 10);
     assertEquals((5 + Math.sqrt(345)) / 16, PredictedTtftPolicy.atLeastOneFinish(deeper), 1e-5);
     assertEquals(0.0, PredictedTtftPolicy.atLeastOneFinish(0), 0.0, "nothing to wait for");
+  }
+
+  /**
+   * A memory-bound worker whose requests take 1.5 s from booking to close, 0.3 s of it to their first token, so
+   * each runs about 1.2 s after it: with 3 running (the engine's report) and 13 queued, one finishes every 1.2 / 3 =
+   * 0.4 s, however long the queue (Little's law on the running stage). Without a report, or before a first-token
+   * time, the pace is the whole worker's, 1.5 s / 16 active. A report of more running requests than the router has
+   * active counts the active ones (it is older), and one of none counts one.
+   */
+  @Test
+  void finishesComeAtThePaceOfTheRunningRequestsNotOfTheQueue() {
+    double s = 1.5e9;
+    double ttft = 0.3e9;
+    assertEquals(0.4e9, PredictedTtftPolicy.nanosPerFinish(s, ttft, 16, new EngineLoad(3, 13, 1.0, 0)), 1);
+    assertEquals(s / 16, PredictedTtftPolicy.nanosPerFinish(s, ttft, 16, null), 1);
+    assertEquals(s / 16, PredictedTtftPolicy.nanosPerFinish(s, Double.NaN, 16, new EngineLoad(3, 13, 1.0, 0)), 1);
+    assertEquals(1.2e9 / 4, PredictedTtftPolicy.nanosPerFinish(s, ttft, 4, new EngineLoad(6, 0, 0.9, 0)), 1);
+    assertEquals(1.2e9, PredictedTtftPolicy.nanosPerFinish(s, ttft, 4, new EngineLoad(0, 4, 1.0, 0)), 1);
+  }
+
+  /**
+   * The footprint compares an engine report with what was booked when the report was made: the bookings the last
+   * selection left, if that selection came before the report and the engine had nothing waiting (a waiting request
+   * is booked but holds no blocks). 500 blocks booked at 10 ns: a report made at 20 ns with nothing waiting is
+   * compared with 500; one made at 5 ns (before those bookings), one with a request waiting, and any report before
+   * a first selection are not used.
+   */
+  @Test
+  void theFootprintComparesAReportWithTheBookingsAtItsInstant() {
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)), "nothing booked yet");
+    m.booked = 500;
+    m.bookedAt = 10;
+    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)));
+    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 10)), "same instant");
+    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 5)), "report older");
+    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(3, 1, 0.9, 20)), "one waiting");
   }
 
   /**
