@@ -296,7 +296,7 @@ public final class MixedLoad {
     int blocksPerEvent = 16;
     int selectThreads = 1;
     long[] rates = {0, UNPACED, 250_000, 500_000, 1_000_000, 2_000_000, 4_000_000};
-    Match[] matches = {Match.HIT, Match.MISS}; // PARTIAL prompts are SameJvmAb's only
+    Match[] matches = Match.values();
     double seconds = 3;
     double warmupSeconds = 2;
     int bisect = 3;
@@ -325,11 +325,6 @@ public final class MixedLoad {
           case "bisect" -> o.bisect = Integer.parseInt(value);
           case "p99LimitMicros" -> o.p99LimitMicros = Double.parseDouble(value);
           default -> throw new IllegalArgumentException("unknown option " + key);
-        }
-      }
-      for (Match match : o.matches) {
-        if (match != Match.HIT && match != Match.MISS) {
-          throw new IllegalArgumentException("match must be HIT or MISS but was " + match);
         }
       }
       if (o.selectThreads <= 0) {

@@ -16,7 +16,7 @@ class BenchmarkSmokeTest {
   private static final int BLOCKS = 10_000;
 
   @ParameterizedTest
-  @EnumSource(value = Match.class, names = {"HIT", "MISS"}) // PARTIAL is for SameJvmAb only
+  @EnumSource(Match.class)
   void selectRoutesHitsToTheWorkerHoldingThePrompt(Match match) {
     SelectBenchmark benchmark = new SelectBenchmark();
     benchmark.promptTokens = 512;
@@ -37,7 +37,7 @@ class BenchmarkSmokeTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = Match.class, names = {"HIT", "MISS"})
+  @EnumSource(Match.class)
   void matchFindsTheWholePromptOrNothing(Match match) {
     MatchBenchmark benchmark = new MatchBenchmark();
     benchmark.promptTokens = 2048;
@@ -136,7 +136,7 @@ class BenchmarkSmokeTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = Match.class, names = {"HIT", "MISS"})
+  @EnumSource(Match.class)
   void mixedLoadRoutesEveryHitToItsOwnerWhileEventsStreamIn(Match match) throws InterruptedException {
     MixedLoad load = new MixedLoad(MixedLoad.Options.parse("indexedBlocks=" + BLOCKS, "workers=8", "seconds=0.3",
         "warmup=0.1", "selectThreads=1"));
