@@ -40,8 +40,7 @@ import java.util.Objects;
  * </ul>
  * The cost also charges what a choice costs the other requests (marginal-cost routing): the delay its prefill adds
  * to those that arrive at the worker and wait behind it ({@link #externality}), the delay its KV blocks beyond a full
- * cache (or anywhere, once the cluster has no room for one such request per worker, {@link #clusterOutOfMemory}) add
- * to them ({@link #memoryExternality}), and, when the prompt's longest
+ * cache add to them ({@link #memoryExternality}), and, when the prompt's longest
  * cached prefix is reused for the first time at a full holder, the room the holder's copy keeps taking once a copy
  * elsewhere leaves it without users ({@link #holderCopyGoesStale}).
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
@@ -263,7 +262,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
     }
     double tolerance = Double.isFinite(minIntercept) ? minIntercept : 0;
-    clusterOutOfMemory = clusterOutOfMemory(c, n);
     double minTtft = Double.POSITIVE_INFINITY;
     holderCopyGoesStale = holderCopyGoesStale(c, n, bestHit, maxHitBlocks);
     double shareSum = 0;
@@ -407,8 +405,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   // This selection's model of each candidate, by candidate index (one map lookup per candidate per selection).
   private Model[] byCandidate = new Model[8];
   private long selections;
-  // Whether this selection finds the whole cluster out of KV memory (see clusterOutOfMemory).
-  private boolean clusterOutOfMemory;
 
   private double cost(Candidates c, int i, Model m, double slope, double intercept, int maxHitBlocks,
       double bestHit) {
@@ -433,9 +429,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
         ttft += finishes * nanosPerFinish(m.serviceNanos, m.n > 0 ? m.sy / m.n : Double.NaN, active,
             c.engineLoad(i));
         excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
-      }
-      if (clusterOutOfMemory) {
-        excess[i] = (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint; // room anywhere is transient
       }
     }
     double price = 0;
@@ -500,46 +493,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
     return memoryDelayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, m.serviceNanos, excess[i],
         memoryCapacity(m));
-  }
-
-  /**
-   * Whether the cluster as a whole is out of KV memory for this request: every candidate's cache is known full, and
-   * the blocks their active requests pin ({@code pinned}) leave less free than this request's new blocks at every
-   * candidate together ({@code newBlocksEverywhere}), that is less than room for one request like it per worker.
-   * Then each candidate's memory delay to others ({@link #memoryExternality}) counts all the new blocks this request
-   * would pin there, not only those beyond that worker's own cache.
-   *
-   * <p>Room on one worker of a cluster that has no room for one such request per worker is transient: the next
-   * arrivals, which the router spreads over the workers, take it, so a block this request pins there is a block a
-   * later request waits for, as surely as one pinned beyond a full cache. Counting only the part beyond the
-   * candidate's own cache charged a request joining its prefix's holder for its tail (the holder is full) and a cold
-   * copy onto the worker that had just freed room for nothing, though the copy pins its whole prompt: at 3 workers,
-   * c16, 7 kinds (5-8 active requests per worker pinning 556-676 blocks against 583), the cost chose 99 of the
-   * run's 103 copies (seed 1), each charged 5-10 ms of delay to others where a join to the holder was charged
-   * 150-1,250 ms, and the hit rate was 88.4% against {@code kvAware}'s 91.1% (89.9% with this rule). With room for one request per worker, a worker's own excess is what
-   * delays its arrivals, as before. (Room for one request in the whole cluster instead, {@code pinned} plus this
-   * request's fewest new blocks, fired too late: 3 workers, c16, 7 kinds fell to 87.4%, p99 607 ms; room for what
-   * arrives during a service time, too early: 16 / 13 / 10 misses of the targets at seeds 1-3 against 12 / 9 / 10.)
-   */
-  static boolean clusterOutOfMemory(double pinned, double capacity, double newBlocksEverywhere) {
-    return capacity > 0 && pinned + newBlocksEverywhere > capacity;
-  }
-
-  private boolean clusterOutOfMemory(Candidates c, int n) {
-    double pinned = 0;
-    double capacity = 0;
-    double everywhere = 0;
-    for (int i = 0; i < n; i++) {
-      Model m = byCandidate[i];
-      if (!m.filled) {
-        return false;
-      }
-      double added = (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint;
-      pinned += c.decodeBlocks(i) * m.footprint - added; // the blocks booked there, without this request
-      capacity += memoryCapacity(m);
-      everywhere += added;
-    }
-    return clusterOutOfMemory(pinned, capacity, everywhere);
   }
 
   /**

@@ -529,21 +529,6 @@ class PredictedTtftPolicyTest {
     assertEquals(1.0, servedByTheHolder(n, seed, 1_800), 0.0, n + " workers: the holder's share of the last 1,000");
   }
 
-  /**
-   * Three full caches of 583 blocks hold 1,749 together. A request that adds its 21-block tail at its holder and its
-   * whole 148 blocks at either other worker needs 21 + 148 + 148 = 317 blocks for one such request per worker: with
-   * 1,700 blocks pinned, 1,700 + 317 = 2,017 > 1,749 and the cluster is out of memory for it (room on any one worker
-   * is transient); with 1,400 pinned, 1,717 <= 1,749 and it is not; nor is a cluster of unknown size.
-   */
-  @Test
-  void aClusterWithoutRoomForOneSuchRequestPerWorkerIsOutOfMemory() {
-    assertTrue(PredictedTtftPolicy.clusterOutOfMemory(1_700, 3 * 583, 21 + 148 + 148));
-    assertTrue(!PredictedTtftPolicy.clusterOutOfMemory(1_400, 3 * 583, 21 + 148 + 148));
-    assertTrue(PredictedTtftPolicy.clusterOutOfMemory(1_433, 3 * 583, 21 + 148 + 148), "1 block short");
-    assertTrue(!PredictedTtftPolicy.clusterOutOfMemory(1_432, 3 * 583, 21 + 148 + 148), "exactly room");
-    assertTrue(!PredictedTtftPolicy.clusterOutOfMemory(10, 0, 317), "no known capacity");
-  }
-
   @Test
   void aMoveForBalanceMayCostUpToTheSlackOfAServiceTime() {
     PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
