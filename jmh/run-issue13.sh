@@ -63,7 +63,7 @@ run java -jar $JAR 'IngestionBenchmark.(decodeAndApply|decodeIntoIndex|applyDeco
 # achieved rate; the bisected rate at which p99 crosses 10 us is printed last, for misses and hits.  (~2.5 min)
 section "mixed load: select latency against the ingestion rate"
 run java -Xms3g -Xmx3g -XX:+AlwaysPreTouch -cp $JAR io.kvroute.jmh.MixedLoad \
-    rates=0,1000000,2000000,3000000,4000000 match=MISS,HIT seconds=3 warmup=2 bisect=3
+    rates=0,max,1000000,2000000,3000000,4000000 match=MISS,HIT seconds=3 warmup=2 bisect=3
 
 # End to end over sockets >= 1M blocks/s on one core with 16-block batches: blocks/s end to end, and the
 # subscriber thread's CPU ns per block (1e9 / that = blocks/s per core).  (~1 min)

@@ -8,6 +8,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.RandomAccess;
 import java.util.concurrent.locks.StampedLock;
@@ -50,13 +52,13 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <h2>Memory</h2>
- * Entries live in flat primitive tables (about 64 bytes per entry at full capacity, see {@link IndexStats}). When
+ * Entries live in flat primitive tables (about 72 bytes per entry at full capacity, see {@link IndexStats}). When
  * a store would exceed {@code maxEntries}, the <b>least recently stored</b> entries (across all workers; a duplicate
  * store counts as recent) are dropped first. Clearing or removing a worker scans the tables once. The tables and the
  * match loop are in the package-private {@code PrefixTable}; this class holds the event rules and the locking.
  */
 public final class KvIndexer implements KvEventSink, KvIndex {
-  /** The default entry budget: 4 Mi entries, about 270 MB at full use. */
+  /** The default entry budget: 4 Mi entries, about 300 MB at full use. */
   public static final int DEFAULT_MAX_ENTRIES = 4 * 1024 * 1024;
   /** The default bound on distinct workers (worker name and rank pairs). */
   public static final int DEFAULT_MAX_WORKERS = 16_384;
@@ -72,12 +74,35 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   // How long a writer or a selecting reader spins for the lock before it queues (parks): about the cost of a park
   // and unpark on a loaded machine, and longer than a chunk's hold.
   private static final long SPIN_NANOS = 20_000;
+  private static final VarHandle WAITING_READERS;
+  private static final int TALLY_PAD = 8; // longs: a cache line
+  private static final int CHUNK_HINTS = TALLY_PAD; // chunkEntries[0, CHUNK_HINTS) hold prepare's finds for removals
+  private static final int CHUNK_SINK = TALLY_PAD + 1;
+  private static final int STORED = TALLY_PAD + 2;
+  private static final int REMOVED = TALLY_PAD + 3;
+  private static final int ORPHANS = TALLY_PAD + 4;
+  private static final int MISMATCHED = TALLY_PAD + 5;
+  private static final int INVALID = TALLY_PAD + 6;
+  private static final int UNKNOWN_REMOVALS = TALLY_PAD + 7;
+  private static final int IGNORED = TALLY_PAD + 8;
+  private static final int TALLIES = 9;
+
+  static {
+    try {
+      WAITING_READERS = MethodHandles.lookup().findVarHandle(KvIndexer.class, "waitingReaders", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
 
   private final int blockSize;
   private final BlockHasher hasher;
   private final int maxWorkers;
   private final IndexListener listener;
   private final StampedLock lock = new StampedLock();
+  // Selecting readers spinning for the read lock while a write holds it (matchLocked's slow path): a writer with
+  // more events in its hold lets them in between two events. Written only by waiting readers.
+  private volatile int waitingReaders;
 
   // Guarded by lock.
   private final PrefixTable entries;
@@ -100,15 +125,12 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private int[] chunkTiers = new int[64]; // the chunk's removals: worker-tier, engine hash, entry found
   private long[] chunkRemoved = new long[64];
   private int[] chunkEntries = new int[64];
-  private int chunkHints; // chunkEntries[0, chunkHints) hold the entries prepare found for the chunk's removals
-  private long chunkSink;
-  private long storedBlocks;
-  private long removedBlocks;
-  private long orphanBlocks;
-  private long mismatchedBlocks;
-  private long invalidEvents;
-  private long unknownRemovals;
-  private long ignoredBlocks;
+  // The counters the writer changes on every event, in one array of their own, 64 bytes of padding on each side:
+  // as fields of this object they would share a cache line with the lock and the table reference, which every
+  // selection reads (several times: the candidate loop reloads the table in each iteration), and each write would
+  // take that line from the selecting core, which then misses to the writer's cache (about 100 ns) for a
+  // reference that did not change. An array's elements are laid out in order, fields are not.
+  private final long[] tallies = new long[TALLY_PAD + TALLIES + TALLY_PAD];
 
   private KvIndexer(Builder builder) {
     this.blockSize = builder.blockSize;
@@ -186,7 +208,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   /**
    * Applies a batch of events of {@code worker}, in order; never throws for bad events. Each event is applied under
    * one hold of the exclusive lock, so readers see it entirely or not at all; consecutive small events share a hold
-   * of up to {@value #CHUNK_BLOCKS} blocks, and between holds waiting readers go first. Before each hold, the
+   * of up to {@value #CHUNK_BLOCKS} blocks, which a selection waiting for the lock interrupts between two events,
+   * and between holds waiting readers go first. Before each hold, the
    * chunk's block hashes are computed and the index lines it will change are fetched under the shared lock, so that
    * readers wait for the changes only, not for their cache misses.
    *
@@ -271,12 +294,21 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     prepare(worker, events, from, to);
     long stamp = writeLockSpinning();
     int evictedBefore = (int) entries.evictedEntries;
+    int evicted = 0; // by this chunk's earlier holds, when it let readers in between
     try {
       // A run of removals looks the worker's slot up once (only a store or a clear can change it: they register
       // the worker or empty its slot), and each removal starts from the entry prepare found for its block.
       int hint = 0;
       int removalSlot = UNRESOLVED;
       for (int i = from; i < to; i++) {
+        if (i > from && waitingReaders != 0) {
+          evicted += (int) entries.evictedEntries - evictedBefore;
+          lock.unlockWrite(stamp);
+          stamp = 0;
+          stamp = relockAfterReaders();
+          evictedBefore = (int) entries.evictedEntries;
+          removalSlot = UNRESOLVED; // a worker's removal may have run in between
+        }
         if (events.kind(i) == KvEventColumns.REMOVED) {
           if (removalSlot == UNRESOLVED) {
             removalSlot = slots.getInt(worker);
@@ -289,9 +321,27 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         }
       }
     } finally {
-      lock.unlockWrite(stamp);
+      if (stamp != 0) {
+        lock.unlockWrite(stamp);
+      }
     }
-    return (int) entries.evictedEntries - evictedBefore;
+    return evicted + (int) entries.evictedEntries - evictedBefore;
+  }
+
+  /**
+   * Takes the write lock again after a chunk's hold let waiting selections in between two of its events: first
+   * waits (spinning, at most {@value #SPIN_NANOS} ns) until the readers that were waiting have their read lock, so
+   * that the writer does not take the free lock back before they see it free, then takes the lock as a writer
+   * does. A hold is a few microseconds of work whose lines are in cache, and a waiting selection would otherwise
+   * wait for all of it: between two events it waits for at most the event being applied. With no reader waiting
+   * the hold goes on, so the writer's throughput is unchanged when nobody selects.
+   */
+  private long relockAfterReaders() {
+    long deadline = System.nanoTime() + SPIN_NANOS;
+    while (waitingReaders != 0 && System.nanoTime() - deadline < 0) {
+      Thread.onSpinWait();
+    }
+    return writeLockSpinning();
   }
 
   /**
@@ -319,26 +369,52 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Takes the read lock for a selection, spinning up to {@value #SPIN_NANOS} ns before it queues: a write holds the
-   * lock for at most a chunk ({@value #CHUNK_BLOCKS} blocks, a few microseconds) or one larger event, less than a
-   * park and unpark cost a reader on a busy machine.
+   * Takes the read lock for a match while a write holds it: counts itself among the waiting readers (so that the
+   * writer lets it in after the event it is applying), and while it waits, loads the probe slots the match will
+   * read (racy reads that only warm the cache, as {@link #warmFirstBlock} does), one block between two tries of
+   * the lock, in the order a bisection of the depth probes them. It queues after {@value #SPIN_NANOS} ns (a hold
+   * is a chunk, {@value #CHUNK_BLOCKS} blocks, or one larger event: a few microseconds, less than a park and unpark
+   * cost on a busy machine). Block 0's slots were loaded while the prompt hashed; the others are loaded only when
+   * block 0 looks held (its fingerprint in its run), so a miss that waits fetches no lines it will not read.
    */
-  private long readLockSpinning() {
-    long stamp = lock.tryReadLock();
-    if (stamp != 0) {
-      return stamp;
-    }
-    long deadline = System.nanoTime() + SPIN_NANOS;
-    do {
-      for (int i = 0; i < 16; i++) {
-        Thread.onSpinWait();
-        stamp = lock.tryReadLock();
-        if (stamp != 0) {
-          return stamp;
+  private long readLockWarming(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
+    WAITING_READERS.getAndAdd(this, 1);
+    try {
+      long sink = 0;
+      // Blocks in the order a bisection of the depth probes them: the last one, then midpoints, coarse to fine
+      // (stride 64: block 64; 32: blocks 32 and 96; ...; 1: the odd ones), so that each block 1 to count - 1 is
+      // warmed once, and whatever the wait allows is what the match reads first, bisecting or walking.
+      int last = count > 1 && entries.mayHold(hashes[0]) ? count - 1 : 0;
+      int stride = last > 1 ? Integer.highestOneBit(last - 1) : 0;
+      int next = stride;
+      long deadline = System.nanoTime() + SPIN_NANOS;
+      do {
+        for (int i = 0; i < 16; i++) {
+          if (last > 0) {
+            sink += entries.touchHome(hashes[last]);
+            last = 0;
+          } else if (stride > 0) {
+            sink += entries.touchHome(hashes[next]);
+            next += 2 * stride;
+            if (next >= count - 1) {
+              stride >>= 1;
+              next = stride;
+            }
+          } else {
+            Thread.onSpinWait();
+          }
+          long stamp = lock.tryReadLock();
+          if (stamp != 0) {
+            scratch.sink = sink;
+            return stamp;
+          }
         }
-      }
-    } while (System.nanoTime() - deadline < 0);
-    return lock.readLock();
+      } while (System.nanoTime() - deadline < 0);
+      scratch.sink = sink;
+      return lock.readLock();
+    } finally {
+      WAITING_READERS.getAndAdd(this, -1);
+    }
   }
 
   /** The blocks an event changes, for chunking; a clear scans the whole table, so it fills a chunk alone. */
@@ -395,7 +471,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         removals += events.blocks(i);
       }
     }
-    chunkHints = 0;
+    tallies[CHUNK_HINTS] = 0;
     int keys = removals + locals; // removed blocks first, then the stores' blocks
     if (chunkRemoved.length < keys) {
       int grown = Math.max(keys, chunkRemoved.length * 2);
@@ -430,8 +506,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
-      chunkSink = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
-      chunkHints = r;
+      tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
+      tallies[CHUNK_HINTS] = r;
     } finally {
       lock.unlockRead(stamp);
     }
@@ -540,20 +616,20 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       return;
     }
     if (!events.countsTowardPrefix(i)) {
-      ignoredBlocks += blocks;
+      tallies[IGNORED] += blocks;
       return;
     }
     int eventBlockSize = events.blockSize(i);
     int tokenCount = events.tokenCount(i);
     boolean tokenless = eventBlockSize == 0 && tokenCount == 0;
     if (!tokenless && eventBlockSize != blockSize) {
-      mismatchedBlocks += blocks;
+      tallies[MISMATCHED] += blocks;
       listener.onBlockSizeMismatch(worker, blockSize, eventBlockSize, blocks);
       return;
     }
     String invalid = validate(events, i, tokenless);
     if (invalid != null) {
-      invalidEvents++;
+      tallies[INVALID]++;
       listener.onInvalidEvent(worker, events.event(i), invalid);
       return;
     }
@@ -564,7 +640,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     }
     int tier = events.tierOrdinal(i);
     int slotTier = slot * TIERS + tier;
-    storedBlocks += blocks;
+    tallies[STORED] += blocks;
 
     long[] hashes = events.hashes();
     int first = events.hashStart(i);
@@ -584,6 +660,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       entries.prefetchEngineChains(slotTier, hashes, first, blocks);
     }
     long[] seqs = null;
+    long firstParent = previous; // the parent of block 0, unless atRoot
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
       // can be fetched together, their cache misses overlapping instead of one per stored block.
@@ -606,23 +683,35 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       long seq = 0;
       boolean blockOrphan = orphan;
       long hash = hashes[first + b];
+      long parent = 0;
+      long parentKind = 0;
       if (tokenless) {
-        // A tokenless block is known only through the same engine block in a tier; its parent does not matter.
+        // A tokenless block is known only through the same engine block in a tier, whose content and parent it
+        // takes; the event's parent does not matter.
         int twin = entries.findAnyTier(slot, tier, hash);
         blockOrphan = twin == NIL || entries.isOrphan(twin);
         if (!blockOrphan) {
           seq = entries.seqOf(twin);
+          parent = entries.parentOf(twin);
+          parentKind = entries.parentKindOf(twin);
         }
       } else if (!orphan) {
         seq = seqs[b];
+        if (b > 0) {
+          parent = seqs[b - 1];
+        } else if (atRoot) {
+          parentKind = PrefixTable.ROOT;
+        } else {
+          parent = firstParent;
+        }
       }
       if (blockOrphan) {
         orphans++;
       }
-      entries.upsert(slotTier, hash, seq, blockOrphan);
+      entries.upsert(slotTier, hash, seq, blockOrphan, parent, parentKind);
     }
     if (orphans > 0) {
-      orphanBlocks += orphans;
+      tallies[ORPHANS] += orphans;
       listener.onOrphanBlocks(worker, orphans);
     }
   }
@@ -692,7 +781,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private void applyRemoved(WorkerId worker, KvEventColumns events, int i, int slot, int hintsAt) {
     int blocks = events.blocks(i);
     if (slot == NIL) {
-      unknownRemovals += blocks;
+      tallies[UNKNOWN_REMOVALS] += blocks;
       if (blocks > 0) {
         listener.onUnknownRemoval(worker, blocks);
       }
@@ -702,16 +791,16 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     long[] hashes = events.hashes();
     int unknown = 0;
     int[] found = chunkEntries;
-    int hints = hintsAt < 0 ? 0 : Math.max(0, Math.min(blocks, chunkHints - hintsAt));
+    int hints = hintsAt < 0 ? 0 : Math.max(0, Math.min(blocks, (int) tallies[CHUNK_HINTS] - hintsAt));
     for (int b = 0, h = events.hashStart(i); b < blocks; b++, h++) {
       if (entries.release(slotTier, hashes[h], b < hints ? found[hintsAt + b] : NIL)) {
-        removedBlocks++;
+        tallies[REMOVED]++;
       } else {
         unknown++;
       }
     }
     if (unknown > 0) {
-      unknownRemovals += unknown;
+      tallies[UNKNOWN_REMOVALS] += unknown;
       listener.onUnknownRemoval(worker, unknown);
     }
   }
@@ -759,7 +848,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
    * touched; for the router's hot path. The caller must call {@code scratch.reset(touched)} when done.
    */
   int matchLocked(long[] hashes, int count, PrefixTable.MatchScratch scratch) {
-    long stamp = readLockSpinning();
+    long stamp = lock.tryReadLock();
+    if (stamp == 0) {
+      stamp = readLockWarming(hashes, count, scratch);
+    }
     try {
       return entries.match(hashes, count, scratch, slotHighWater);
     } finally {
@@ -779,9 +871,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         return;
       }
       for (int i = 0; i < count; i++) {
-        entries.upsert(slot * TIERS, hashes[i], hashes[i], false);
+        entries.upsert(slot * TIERS, hashes[i], hashes[i], false, i == 0 ? 0 : hashes[i - 1],
+            i == 0 ? PrefixTable.ROOT : 0);
       }
-      storedBlocks += count;
+      tallies[STORED] += count;
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -800,7 +893,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       for (int i = 0; i < count; i++) {
         if (entries.release(slot * TIERS, hashes[i])) { // else evicted by the budget meanwhile
-          removedBlocks++;
+          tallies[REMOVED]++;
         }
       }
     } finally {
@@ -861,7 +954,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         }
       }
       return IndexStats.of(entries.size, perWorker, entries.capacity, entries.maxEntries, entries.bytes(),
-          storedBlocks, removedBlocks, orphanBlocks, mismatchedBlocks, invalidEvents, unknownRemovals, ignoredBlocks,
+          tallies[STORED], tallies[REMOVED], tallies[ORPHANS], tallies[MISMATCHED], tallies[INVALID],
+          tallies[UNKNOWN_REMOVALS], tallies[IGNORED],
           entries.evictedEntries);
     } finally {
       lock.unlockRead(stamp);

@@ -39,7 +39,8 @@ import java.util.Objects;
  * </ul>
  * The cost also charges what a choice costs the other requests (marginal-cost routing): the delay its prefill adds
  * to those that arrive at the worker and wait behind it ({@link #externality}), the delay its KV blocks beyond a full
- * cache add to them ({@link #memoryExternality}), and, when the prompt's longest
+ * cache (or anywhere, once the cluster has no room for one such request per worker, {@link #clusterOutOfMemory}) add
+ * to them ({@link #memoryExternality}), and, when the prompt's longest
  * cached prefix is reused for the first time at a full holder, the room the holder's copy keeps taking once a copy
  * elsewhere leaves it without users ({@link #holderCopyGoesStale}).
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
@@ -511,9 +512,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * later request waits for, as surely as one pinned beyond a full cache. Counting only the part beyond the
    * candidate's own cache charged a request joining its prefix's holder for its tail (the holder is full) and a cold
    * copy onto the worker that had just freed room for nothing, though the copy pins its whole prompt: at 3 workers,
-   * c16, 7 kinds (5-8 active requests per worker pinning 556-676 blocks against 583), the holders' delay to others
-   * was 150-1,250 ms against 5-10 ms for a copy, which decided 90 of the run's 100 copies (seed 1), and its hit rate
-   * was 88.4% against {@code kvAware}'s 91.1%. With room for one request per worker, a worker's own excess is what
+   * c16, 7 kinds (5-8 active requests per worker pinning 556-676 blocks against 583), the cost chose 99 of the
+   * run's 103 copies (seed 1), each charged 5-10 ms of delay to others where a join to the holder was charged
+   * 150-1,250 ms, and the hit rate was 88.4% against {@code kvAware}'s 91.1% (89.9% with this rule). With room for one request per worker, a worker's own excess is what
    * delays its arrivals, as before. (Room for one request in the whole cluster instead, {@code pinned} plus this
    * request's fewest new blocks, fired too late: 3 workers, c16, 7 kinds fell to 87.4%, p99 607 ms; room for what
    * arrives during a service time, too early: 16 / 13 / 10 misses of the targets at seeds 1-3 against 12 / 9 / 10.)

@@ -31,8 +31,8 @@ import org.jspecify.annotations.Nullable;
  * are dropped, oldest first, once they name more than twice that many blocks.
  *
  * <p>Peer replicas' predictions ({@link #recordRemote}, from a {@link SharedLoad} port) are kept in a list of their
- * own (a peer's prompt predicted again on the same worker renews its node, with no index write; any other is stored
- * whole), bounded by the budget, and expired by the thread that delivers them ({@link #expireRemote}), so that a
+ * own (a peer's prompt predicted again on the same worker renews its node, and one the router's own node holds whole
+ * there renews that node, both with no index write; any other is stored whole), bounded by the budget, and expired by the thread that delivers them ({@link #expireRemote}), so that a
  * selection does not spend the index writes of removing its peers' predictions (as many as recording them took);
  * {@link #expire} removes a peer's prediction only once it is {@value #REMOTE_SLACK_NANOS} ns past its time to live
  * with no delivery since to expire it (a peer gone quiet).
@@ -62,6 +62,8 @@ final class Predictions {
   long renewedRemote; // the router's own routing renewing a peer's node
   long extended;
   long storedWhole;
+  long remoteStored; // a peer's prediction stored whole (not a renewal)
+  long remoteRenewedOwn; // a peer's prediction renewing the router's own node
   // Written under the admission lock; read by selections to skip matching while nothing is predicted.
   private volatile boolean empty = true;
 
@@ -289,6 +291,15 @@ final class Predictions {
       remote.moveToTail(at);
       return;
     }
+    // The router's own node of the whole prompt on this worker (it routed the prompt there too): renew it, as its
+    // own routing would, rather than store the same blocks a second time (the index would count them once, but the
+    // writes, and a TTL later the removals, would be the delivering thread's, holding the admission lock).
+    @Nullable Node own = byEnd.get(key);
+    if (own != null && own.state == state && own.end == count && own.lastHash() == hashes[count - 1]) {
+      remoteRenewedOwn++;
+      renew(own, expiresAt);
+      return;
+    }
     makeRoom(count);
     long[] copy = count == hashes.length ? hashes : Arrays.copyOf(hashes, count);
     index.storeSequence(state.predictedSlot, copy, count);
@@ -299,6 +310,7 @@ final class Predictions {
     }
     remote.append(node);
     remoteBlocks += count;
+    remoteStored++;
     empty = false;
   }
 

@@ -1,6 +1,7 @@
 package io.kvroute;
 
 import it.unimi.dsi.fastutil.ints.IntArrayList;
+import it.unimi.dsi.fastutil.longs.Long2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.Arrays;
 
@@ -16,20 +17,25 @@ import java.util.Arrays;
  *
  * <p>Fields are package-private so that the test-scope invariant check ({@code IndexInvariants}) can read them.
  */
-final class PrefixTable {
+final class PrefixTable extends PrefixTableLayout.Padded {
   // Entry layout in `table`, STRIDE longs per entry. What a match reads (SEQ, then LINK, and META on a hit) comes
   // first and together: 24 bytes, which share one 64-byte cache line for 6 of the 8 positions an entry takes
   // modulo a line (40-byte entries), where SEQ..LINK spanning 32 bytes did for 5 of 8, and SEQ with LINK alone
   // share a line for 7 of 8 (was 5 of 8).
   static final int STRIDE = 5;
   static final int SEQ = 0; // router sequence hash
-  static final int LINK = 1; // a shadow's position in its group (hi 32) | next in engine chain / free list (lo 32)
-  static final int META = 2; // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | refcount (low 30)
+  // A chained entry's held children (hi 32: see slotHoles) or a shadow's position in its group (hi 32) | next in
+  // engine chain / free list (lo 32)
+  static final int LINK = 1;
+  // slotTier (hi 32) | orphan bit 31 | shadow bit 30 | root bit 29 | no-parent bit 28 | refcount (low 28)
+  static final int META = 2;
   static final int ENG = 3; // engine hash
   static final int LRU = 4; // previous (hi 32) | next (lo 32) in store order
   static final long ORPHAN = 1L << 31;
   static final long SHADOW = 1L << 30;
-  static final long REFCOUNT_MASK = SHADOW - 1;
+  static final long ROOT = 1L << 29; // the first block of a sequence: it has no parent
+  static final long NO_PARENT = 1L << 28; // a block whose parent is not known: counted as a hole while chained
+  static final long REFCOUNT_MASK = NO_PARENT - 1;
   static final int NIL = -1;
   static final int INITIAL_CAPACITY = 1024;
   static final int TIERS = 4; // slotTier = slot * TIERS + tier ordinal
@@ -41,36 +47,41 @@ final class PrefixTable {
   // of their home for nine blocks in ten at half fill: loading the slot ENTRY_AHEAD on brings the next line only
   // when the home lies in the upper half of its line, where such an entry may have crossed into it.
   static final int ENTRY_AHEAD = 4;
+  // A bisecting match (see matchBisecting) splits an interval whose ends differ into this many parts a round: 7
+  // probes, loaded together, per interval and round, and log8 of the prompt's blocks rounds (3 for 128 blocks,
+  // against 7 halving), each round waiting for one or two dependent cache misses. Measured on a prompt held to a
+  // random depth (SameJvmAb select PARTIAL): 4 parts took 20 to 30 % longer than 8, and 16 no less than 8.
+  static final int SPLIT = 8;
   // Rounds of chain entries touchChains loads ahead of the exclusive phase: a chain holds half an entry on average
   // at full capacity (twice as many buckets as entries), so 4 rounds cover all but about 0.02 % of the walks (0.4 %
   // at one entry a bucket); the rest are walked under the lock.
   static final int MAX_TOUCH_ROUNDS = 4;
 
-  final int maxEntries;
-  long[] table;
-  // The sequence-hash lookup: open addressing with linear probing, one long per slot, fingerprint (hi 32, the
-  // sequence hash mixed, which also gives the home slot) | entry (lo 32), EMPTY when free. It holds every entry that
-  // is neither an orphan nor a shadow. A lookup reads its home slot and the run after it (8 slots a cache line),
-  // and an entry only when its fingerprint matches, so a block of a match costs one random load, not a bucket
-  // head and then a chain of entries; and all of a prompt's slots can be loaded before any entry. At most 1/2 full.
-  long[] seqSlots;
-  int[] engHeads;
+  // The arrays (table, seqSlots, engHeads, slotEntries) and maxEntries are in PrefixTableLayout, apart from the
+  // fields below, which the writer changes on every block.
+  // Per entry: the parent block's sequence hash, unless ROOT or NO_PARENT (not for orphans). Beside the table rather
+  // than in it: only the hole counts read it, on a store or a removal (never a selection), and a sequence's entries
+  // are consecutive.
+  long[] parents;
   int capacity;
   int size;
   int highWater; // entries [0, highWater) have been handed out at least once
   int freeHead = NIL;
   int lruHead = NIL;
   int lruTail = NIL;
-  int[] slotEntries = new int[16]; // live entries per slot
+  // slotEntries and slotHoles (holes per slot, over its tiers: see PrefixTableLayout) are in PrefixTableLayout.
+  // (slot-tier, parent sequence hash) -> chained children of that slot-tier whose parent it does not hold.
+  final Long2IntOpenHashMap waiting = new Long2IntOpenHashMap();
   // Shadow entries by (worker-tier, content): rare, so a map of small lists is cheap.
   final Long2ObjectOpenHashMap<IntArrayList> shadows = new Long2ObjectOpenHashMap<>();
   int shadowEntries;
   long evictedEntries;
   private long prefetchSink; // keeps prefetching loads from being optimised away
+  private int lastJoined = NIL; // the entry joined last: most often the parent of the next one (see primaryOf)
   private int[] chainScratch = new int[64]; // touchChains' entries found per key
 
   PrefixTable(int maxEntries) {
-    this.maxEntries = maxEntries;
+    super(maxEntries);
     allocate(Math.min(INITIAL_CAPACITY, maxEntries));
   }
 
@@ -78,6 +89,9 @@ final class PrefixTable {
   void ensureSlots(int slots) {
     if (slotEntries.length < slots) {
       slotEntries = Arrays.copyOf(slotEntries, Math.max(slots, slotEntries.length * 2));
+    }
+    if (slotHoles.length < slots) {
+      slotHoles = Arrays.copyOf(slotHoles, Math.max(slots, slotHoles.length * 2));
     }
   }
 
@@ -89,7 +103,8 @@ final class PrefixTable {
 
   /** Heap held by the tables, in bytes. */
   long bytes() {
-    return (long) (table.length + seqSlots.length) * Long.BYTES + (long) engHeads.length * Integer.BYTES;
+    return (long) (table.length + parents.length + seqSlots.length) * Long.BYTES
+        + (long) engHeads.length * Integer.BYTES;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -99,9 +114,22 @@ final class PrefixTable {
    * Fills {@code scratch} with each slot's matched depth and returns the number of slots touched; the caller holds
    * the shared lock and must call {@code scratch.reset(touched)} when done.
    *
+   * <p>Block 0 is walked first, alone (a miss costs that one lookup). If no slot holding it has holes (see
+   * {@code slotHoles}), the rest is bisected ({@link #matchBisecting}): a prompt held to its end costs one more
+   * lookup, where walking every block cost one random page of the probe table per block. Otherwise every block is
+   * walked, in chunks.
+   *
    * @param slots the slot high-water mark (every slot an entry can name is below it)
    */
   int match(long[] hashes, int count, MatchScratch scratch, int slots) {
+    return match(hashes, count, scratch, slots, false);
+  }
+
+  /**
+   * {@link #match(long[], int, MatchScratch, int)}; with {@code ignoreHoles} (tests only) it bisects even when a
+   * slot holding block 0 has holes, which can give wrong answers.
+   */
+  int match(long[] hashes, int count, MatchScratch scratch, int slots, boolean ignoreHoles) {
     scratch.ensureSlots(slots);
     int[] depth = scratch.depth;
     int[] gpuDepth = scratch.gpuDepth;
@@ -144,6 +172,15 @@ final class PrefixTable {
         int ahead = home + reach;
         sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
       }
+      if (chunk == 0 && count > 1) {
+        // The last block's home too, where a bisection would look next (a miss loads it alongside, not after), and
+        // the entry it names when its fingerprint is the block's, alongside block 0's entry.
+        int lastPrint = mix(hashes[count - 1]);
+        long v = probe[home(lastPrint, n)];
+        if ((int) (v >>> 32) == lastPrint && (int) v >= 0) {
+          sink += table[(int) v * STRIDE + SEQ];
+        }
+      }
       scratch.sink = sink;
       for (int i = chunk; i < end; i++) {
         long seq = hashes[i];
@@ -185,9 +222,166 @@ final class PrefixTable {
         live = advanced;
         liveGpu = advancedGpu;
       }
+      if (end == 1 && count > 1 && (ignoreHoles || holeFree(scratch.touched, touched))) {
+        matchBisecting(hashes, count, scratch, live, liveGpu);
+        return touched;
+      }
       chunk = end;
     }
     return touched;
+  }
+
+  private boolean holeFree(int[] slots, int count) {
+    int[] holes = slotHoles;
+    for (int k = 0; k < count; k++) {
+      if (holes[slots[k]] != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The rest of a match once block 0 is walked, when no slot holding block 0 has holes: each such slot holds, in
+   * each tier, every prefix of what it holds, so the slots holding block {@code i} (in any tier, and on the GPU)
+   * can only shrink as {@code i} grows, and two sets of them, one inside the other, are equal when their sizes are.
+   * So an interval of blocks whose two ends have the same holders (as many in any tier, as many on the GPU) has
+   * them all the way through, and needs no probe in between; an interval whose ends differ is split into
+   * {@link #SPLIT} parts, round by round, all of a round's inner blocks loaded together. A prompt held to its end by
+   * the workers holding its block 0 costs one more probe (its last block, loaded with block 0); each distinct depth
+   * costs about log8(count) rounds of 7 probes. Each probed block raises the depth of the slots holding it to at
+   * least that block, which is each slot's depth once every interval is resolved or two blocks long.
+   *
+   * @param members slots holding block 0 (their depth is 1)
+   * @param gpuMembers of them, those holding it on the GPU (their GPU depth is 1)
+   */
+  private void matchBisecting(long[] hashes, int count, MatchScratch scratch, int members, int gpuMembers) {
+    scratch.ensureBlocks(count);
+    long[] held = scratch.held; // per probed block: holders in any tier (hi 32) | on the GPU (lo 32)
+    int[] from = scratch.from; // unresolved intervals [from, to], both ends probed
+    int[] to = scratch.to;
+    int[] homes = scratch.heads;
+    int[] prints = scratch.next;
+    held[0] = ((long) members << 32) | gpuMembers;
+    int last = count - 1;
+    held[last] = probeHolders(hashes, last, scratch, members, gpuMembers, home(mix(hashes[last]),
+        seqSlots.length), mix(hashes[last]));
+    int intervals = 0;
+    if (held[last] != held[0] && last > 1) {
+      from[0] = 0;
+      to[0] = last;
+      intervals = 1;
+    }
+    long[] probe = seqSlots;
+    int n = probe.length;
+    while (intervals > 0) {
+      // Round 1: the inner blocks that split each interval into SPLIT parts (all of them in one shorter than that),
+      // their home slots and the slots ENTRY_AHEAD on loaded together, for as many intervals as the scratch holds.
+      int round = 0;
+      int points = 0;
+      long sink = 0;
+      for (; round < intervals && points + SPLIT - 1 <= MAX_GATHER; round++) {
+        int lo = from[round];
+        int length = to[round] - lo;
+        int parts = Math.min(SPLIT, length);
+        for (int p = 1; p < parts; p++) {
+          int print = mix(hashes[lo + length * p / parts]);
+          int home = home(print, n);
+          prints[points] = print;
+          homes[points++] = home;
+          int ahead = home + ENTRY_AHEAD;
+          sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
+        }
+      }
+      scratch.sink = sink;
+      // Then each inner block's run, left to right: the block before it bounds its holders (the sets only shrink).
+      // A part whose ends differ (and that has blocks inside) is an interval of the next round.
+      int next = 0;
+      points = 0;
+      for (int k = 0; k < round; k++) {
+        int lo = from[k];
+        int hi = to[k];
+        int length = hi - lo;
+        int parts = Math.min(SPLIT, length);
+        int previous = lo;
+        for (int p = 1; p <= parts; p++) {
+          int b = p == parts ? hi : lo + length * p / parts;
+          if (p < parts) {
+            long bound = held[previous];
+            held[b] = probeHolders(hashes, b, scratch, (int) (bound >>> 32), (int) bound, homes[points],
+                prints[points]);
+            points++;
+          }
+          // New intervals go after every interval not yet probed (this round's and, past the scratch, later ones).
+          if (held[b] != held[previous] && b - previous > 1) {
+            scratch.pushInterval(intervals + next++, previous, b);
+          }
+          previous = b;
+        }
+        from = scratch.from;
+        to = scratch.to;
+      }
+      // Intervals of the next round: those past the scratch still waiting, then the new ones.
+      intervals = intervals - round + next;
+      System.arraycopy(from, round, from, 0, intervals);
+      System.arraycopy(to, round, to, 0, intervals);
+    }
+  }
+
+  /**
+   * Walks block {@code i}'s run from {@code home}, raising the depth (and, for a GPU entry, the GPU depth) of each
+   * slot holding block 0 (on the GPU) that holds it, each slot counted once; stops once {@code members} slots and
+   * {@code gpuMembers} GPU slots have been found (no more can hold it). Returns the counts, packed as in
+   * {@code MatchScratch.held}.
+   */
+  private long probeHolders(long[] hashes, int i, MatchScratch scratch, int members, int gpuMembers, int home,
+      int print) {
+    long[] table = this.table;
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int[] depth = scratch.depth;
+    int[] gpuDepth = scratch.gpuDepth;
+    int[] seen = scratch.seen;
+    int[] seenGpu = scratch.seenGpu;
+    long seq = hashes[i];
+    int stamp = i + 1;
+    int found = 0;
+    int foundGpu = 0;
+    if (members == 0) {
+      return 0;
+    }
+    for (int pos = home; ; pos = pos + 1 == n ? 0 : pos + 1) {
+      long v = probe[pos];
+      if ((int) v < 0) {
+        break;
+      }
+      if ((int) (v >>> 32) != print) {
+        continue;
+      }
+      int base = (int) v * STRIDE;
+      if (table[base + SEQ] == seq) {
+        int slotTier = (int) (table[base + META] >>> 32);
+        int slot = slotTier / TIERS;
+        if (depth[slot] != 0 && seen[slot] != stamp) { // a slot holding block 0, not yet counted here
+          seen[slot] = stamp;
+          found++;
+          if (depth[slot] < stamp) {
+            depth[slot] = stamp;
+          }
+        }
+        if (slotTier % TIERS == 0 && gpuDepth[slot] != 0 && seenGpu[slot] != stamp) {
+          seenGpu[slot] = stamp;
+          foundGpu++;
+          if (gpuDepth[slot] < stamp) {
+            gpuDepth[slot] = stamp;
+          }
+        }
+        if (found == members && foundGpu == gpuMembers) {
+          break;
+        }
+      }
+    }
+    return ((long) found << 32) | foundGpu;
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -200,6 +394,40 @@ final class PrefixTable {
     int home = home(mix(seq), n);
     int ahead = home + RUN_AHEAD;
     return probe[home] + probe[ahead < n ? ahead : ahead - n];
+  }
+
+  /**
+   * Touches the home probe slot of {@code seq} and the slot {@value #ENTRY_AHEAD} on, what the match reads for a
+   * block after block 0; with no lock (racy reads that only warm the cache, each index bounded by the array read).
+   */
+  long touchHome(long seq) {
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int home = home(mix(seq), n);
+    int ahead = home + ENTRY_AHEAD;
+    return probe[home] + probe[ahead < n ? ahead : ahead - n];
+  }
+
+  /**
+   * Whether the first cache line of {@code seq}'s run holds its fingerprint: a guess, with no lock (racy reads of
+   * slots block 0's warming already loaded), of whether a match of a prompt starting with {@code seq} goes on past
+   * block 0.
+   */
+  boolean mayHold(long seq) {
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int print = mix(seq);
+    int pos = home(print, n);
+    for (int k = 0; k < RUN_AHEAD; k++, pos = pos + 1 == n ? 0 : pos + 1) {
+      long v = probe[pos];
+      if ((int) v < 0) {
+        return false;
+      }
+      if ((int) (v >>> 32) == print) {
+        return true;
+      }
+    }
+    return true; // a long run: assume so
   }
 
   /**
@@ -313,6 +541,16 @@ final class PrefixTable {
     return (table[e * STRIDE + META] & ORPHAN) != 0;
   }
 
+  /** The parent sequence hash of non-orphan entry {@code e}, when {@link #parentKindOf} is 0. */
+  long parentOf(int e) {
+    return parents[e];
+  }
+
+  /** Whether non-orphan entry {@code e} names its parent (0), is a first block ({@link #ROOT}) or neither. */
+  long parentKindOf(int e) {
+    return table[e * STRIDE + META] & (ROOT | NO_PARENT);
+  }
+
   /** The sequence hash of entry {@code e}. */
   long seqOf(int e) {
     return table[e * STRIDE + SEQ];
@@ -368,6 +606,16 @@ final class PrefixTable {
    * re-keyed; a new entry may first evict the least recently stored one to stay within the budget.
    */
   void upsert(int slotTier, long engineHash, long seq, boolean orphan) {
+    upsert(slotTier, engineHash, seq, orphan, 0, NO_PARENT);
+  }
+
+  /**
+   * {@link #upsert(int, long, long, boolean)} naming the block's parent, which the hole counts follow.
+   *
+   * @param parent the parent block's sequence hash, when {@code parentKind} is 0
+   * @param parentKind 0 (the parent is {@code parent}), {@link #ROOT} (no parent) or {@link #NO_PARENT} (unknown)
+   */
+  void upsert(int slotTier, long engineHash, long seq, boolean orphan, long parent, long parentKind) {
     int e = findEngine(slotTier, engineHash);
     if (e != NIL) {
       int base = e * STRIDE;
@@ -379,8 +627,9 @@ final class PrefixTable {
           unlinkContent(e);
         }
         table[base + SEQ] = seq;
-        meta = table[base + META];
-        table[base + META] = orphan ? meta | ORPHAN : meta & ~ORPHAN;
+        parents[e] = parent;
+        meta = table[base + META] & ~(ROOT | NO_PARENT);
+        table[base + META] = (orphan ? meta | ORPHAN : meta & ~ORPHAN) | parentKind;
         if (!orphan) {
           linkContent(e, slotTier, seq);
         }
@@ -402,7 +651,8 @@ final class PrefixTable {
     int base = e * STRIDE;
     table[base + SEQ] = seq;
     table[base + ENG] = engineHash;
-    table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | 1;
+    table[base + META] = ((long) slotTier << 32) | (orphan ? ORPHAN : 0) | parentKind | 1;
+    parents[e] = parent;
     table[base + LINK] = ((long) NIL << 32) | (NIL & 0xFFFFFFFFL);
     int bucket = engineBucket(slotTier, engineHash);
     setEngineNext(e, engHeads[bucket]);
@@ -499,9 +749,11 @@ final class PrefixTable {
   private void grow() {
     int newCapacity = (int) Math.min(maxEntries, (long) capacity * 2);
     long[] old = table;
+    long[] oldParents = parents;
     int oldHighWater = highWater;
     allocate(newCapacity);
     System.arraycopy(old, 0, table, 0, oldHighWater * STRIDE);
+    System.arraycopy(oldParents, 0, parents, 0, oldHighWater);
     highWater = oldHighWater;
     rehash();
   }
@@ -509,6 +761,7 @@ final class PrefixTable {
   private void allocate(int newCapacity) {
     capacity = newCapacity;
     table = new long[newCapacity * STRIDE];
+    parents = new long[newCapacity];
     // Twice as many engine buckets as entries: a store's duplicate check (almost always a miss) walks its whole
     // chain, one cache miss per entry, so chains of half an entry at full capacity instead of one save half of
     // those misses, for 4 more bytes per entry.
@@ -557,6 +810,100 @@ final class PrefixTable {
       }
     }
     probe[pos] = ((long) print << 32) | e;
+    joined(e, slotTier, seq);
+  }
+
+  /**
+   * Counts chained entry {@code e} (just placed in the probe table) as a child of its parent's chained entry, or
+   * as a hole when its slot-tier does not hold the parent; the slot-tier's children that were waiting for this
+   * content stop being holes.
+   */
+  private void joined(int e, int slotTier, long seq) {
+    int base = e * STRIDE;
+    int slot = slotTier / TIERS;
+    int hint = lastJoined;
+    lastJoined = e;
+    int children = 0;
+    if (slotHoles[slot] != 0) { // children waiting in this slot-tier are holes of the slot
+      children = waiting.remove(groupKey(slotTier, seq));
+      slotHoles[slot] -= children;
+    }
+    setChildren(e, children);
+    long meta = table[base + META];
+    if ((meta & ROOT) != 0) {
+      return;
+    }
+    long parent = parents[e];
+    if ((meta & NO_PARENT) != 0 || parent == seq) {
+      slotHoles[slot]++;
+      return;
+    }
+    int p = primaryOf(slotTier, parent, hint);
+    if (p != NIL) {
+      setChildren(p, children(p) + 1);
+    } else {
+      waiting.addTo(groupKey(slotTier, parent), 1);
+      slotHoles[slot]++;
+    }
+  }
+
+  /**
+   * Undoes {@link #joined} for chained entry {@code e}, whose content its slot-tier no longer holds (e has left the
+   * probe table): its parent loses a child, or the slot-tier a hole; its children wait for the content as holes.
+   */
+  private void left(int e, int slotTier, long seq) {
+    int base = e * STRIDE;
+    int slot = slotTier / TIERS;
+    long meta = table[base + META];
+    if ((meta & ROOT) == 0) {
+      long parent = parents[e];
+      if ((meta & NO_PARENT) != 0 || parent == seq) {
+        slotHoles[slot]--;
+      } else {
+        int p = primaryOf(slotTier, parent, e - 1);
+        if (p != NIL) {
+          setChildren(p, children(p) - 1);
+        } else {
+          long key = groupKey(slotTier, parent);
+          if (waiting.addTo(key, -1) == 1) {
+            waiting.remove(key);
+          }
+          slotHoles[slot]--;
+        }
+      }
+    }
+    int children = children(e);
+    if (children > 0) {
+      waiting.addTo(groupKey(slotTier, seq), children);
+      slotHoles[slot] += children;
+    }
+  }
+
+  /**
+   * {@link #findPrimary}, trying {@code hint} first: a sequence stored in one event takes consecutive entries (from
+   * the end of the table, or from the free list, which a sequence removed leaves first hands out in order), so a
+   * block's parent is most often the entry before it, which the caller has just read or written; the probe run is
+   * walked only when it is not.
+   */
+  private int primaryOf(int slotTier, long seq, int hint) {
+    if (hint >= 0 && hint < highWater) {
+      int base = hint * STRIDE;
+      long meta = table[base + META];
+      if (table[base + SEQ] == seq && (meta & REFCOUNT_MASK) != 0 && (meta & (ORPHAN | SHADOW)) == 0
+          && (int) (meta >>> 32) == slotTier) {
+        return hint; // the one chained entry of this slot-tier for this content
+      }
+    }
+    return findPrimary(slotTier, seq);
+  }
+
+  /** The held children of chained entry {@code e}. */
+  int children(int e) {
+    return (int) (table[e * STRIDE + LINK] >>> 32);
+  }
+
+  private void setChildren(int e, int children) {
+    setSeqNext(e, children);
   }
 
   private void addShadow(int e, int slotTier, long seq) {
@@ -589,10 +936,12 @@ final class PrefixTable {
     }
     unlinkSeq(e, seq);
     if (shadowEntries == 0) {
-      return; // no group exists (an emptied group leaves the map): skip the map's lookup on every removal
+      left(e, slotTier, seq); // no group exists (an emptied group leaves the map): skip the map's lookup
+      return;
     }
     IntArrayList group = shadows.get(key);
     if (group == null) {
+      left(e, slotTier, seq);
       return;
     }
     for (int i = group.size() - 1; i >= 0; i--) {
@@ -600,11 +949,16 @@ final class PrefixTable {
       int cbase = candidate * STRIDE;
       if (table[cbase + SEQ] == seq && (int) (table[cbase + META] >>> 32) == slotTier) {
         removeShadow(key, candidate, i);
-        table[cbase + META] &= ~SHADOW;
+        // The shadow takes e's place as the content's chained entry, with e's parent and children, so that the
+        // hole counts (which follow contents, not entries) stay as they are.
+        table[cbase + META] = (table[cbase + META] & ~(SHADOW | ROOT | NO_PARENT)) | (meta & (ROOT | NO_PARENT));
+        parents[candidate] = parents[e];
+        setChildren(candidate, children(e));
         linkSeq(candidate, seq);
         return;
       }
     }
+    left(e, slotTier, seq);
   }
 
   private void removeShadow(long key, int e, int position) {
@@ -754,8 +1108,13 @@ final class PrefixTable {
     int[] depth = new int[16];
     int[] gpuDepth = new int[16];
     int[] touched = new int[16];
+    int[] seen = new int[16]; // per slot: the block (+1) whose holders it was last counted among, when bisecting
+    int[] seenGpu = new int[16];
     final int[] heads = new int[MAX_GATHER];
     final int[] next = new int[MAX_GATHER];
+    long[] held = new long[0]; // per block, when bisecting: see matchBisecting (grown to the longest prompt)
+    int[] from = new int[16]; // intervals still to bisect (grown as needed)
+    int[] to = new int[16];
     long sink; // keeps the gathering loads from being optimised away
 
     void ensureSlots(int slots) {
@@ -764,7 +1123,24 @@ final class PrefixTable {
         depth = new int[n];
         gpuDepth = new int[n];
         touched = new int[n];
+        seen = new int[n];
+        seenGpu = new int[n];
       }
+    }
+
+    void ensureBlocks(int count) {
+      if (held.length < count) {
+        held = new long[Math.max(count, held.length * 2)];
+      }
+    }
+
+    void pushInterval(int at, int lo, int hi) {
+      if (at >= from.length) {
+        from = Arrays.copyOf(from, Math.max(at + 1, from.length * 2));
+        to = Arrays.copyOf(to, from.length);
+      }
+      from[at] = lo;
+      to[at] = hi;
     }
 
     void reset(int touchedCount) {
@@ -772,6 +1148,8 @@ final class PrefixTable {
         int slot = touched[i];
         depth[slot] = 0;
         gpuDepth[slot] = 0;
+        seen[slot] = 0;
+        seenGpu[slot] = 0;
       }
     }
   }

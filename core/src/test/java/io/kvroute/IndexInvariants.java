@@ -4,6 +4,8 @@ import static io.kvroute.PrefixTable.LINK;
 import static io.kvroute.PrefixTable.LRU;
 import static io.kvroute.PrefixTable.META;
 import static io.kvroute.PrefixTable.NIL;
+import static io.kvroute.PrefixTable.NO_PARENT;
+import static io.kvroute.PrefixTable.ROOT;
 import static io.kvroute.PrefixTable.ORPHAN;
 import static io.kvroute.PrefixTable.REFCOUNT_MASK;
 import static io.kvroute.PrefixTable.SEQ;
@@ -12,6 +14,8 @@ import static io.kvroute.PrefixTable.STRIDE;
 import static io.kvroute.PrefixTable.TIERS;
 
 import it.unimi.dsi.fastutil.ints.IntArrayList;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * Consistency checks of a {@link KvIndexer}'s tables, for tests (here and, through core's test jar, in other
@@ -148,6 +152,59 @@ public final class IndexInvariants {
     }
     if (t.size > t.maxEntries) {
       throw new IllegalStateException("size " + t.size + " exceeds budget " + t.maxEntries);
+    }
+    checkHoles(t);
+  }
+
+  /**
+   * The hole counts, recomputed from the definition: per slot, the chained entries whose parent is not known or
+   * whose slot-tier holds no chained entry for their parent's content; per chained entry, the chained entries of
+   * its slot-tier naming its content as their parent; and the children waiting for a content not held.
+   */
+  private static void checkHoles(PrefixTable t) {
+    long[] table = t.table;
+    int[] holes = new int[t.slotHoles.length];
+    Map<Long, Integer> children = new HashMap<>(); // chained entry -> children
+    Map<Long, Integer> waiting = new HashMap<>();
+    for (int e = 0; e < t.highWater; e++) {
+      int base = e * STRIDE;
+      long meta = table[base + META];
+      if ((meta & REFCOUNT_MASK) == 0 || (meta & (ORPHAN | SHADOW)) != 0 || (meta & ROOT) != 0) {
+        continue;
+      }
+      int slotTier = (int) (meta >>> 32);
+      long parent = t.parents[e];
+      if ((meta & NO_PARENT) != 0 || parent == table[base + SEQ]) {
+        holes[slotTier / TIERS]++;
+        continue;
+      }
+      int p = t.findPrimary(slotTier, parent);
+      if (p == NIL) {
+        holes[slotTier / TIERS]++;
+        waiting.merge(PrefixTable.groupKey(slotTier, parent), 1, Integer::sum);
+      } else {
+        children.merge((long) p, 1, Integer::sum);
+      }
+    }
+    for (int s = 0; s < holes.length; s++) {
+      if (holes[s] != t.slotHoles[s]) {
+        throw new IllegalStateException("slot " + s + " counts " + t.slotHoles[s] + " holes but has " + holes[s]);
+      }
+    }
+    for (int e = 0; e < t.highWater; e++) {
+      long meta = table[e * STRIDE + META];
+      if ((meta & REFCOUNT_MASK) == 0 || (meta & (ORPHAN | SHADOW)) != 0) {
+        continue;
+      }
+      int expected = children.getOrDefault((long) e, 0);
+      if (t.children(e) != expected) {
+        throw new IllegalStateException("entry " + e + " counts " + t.children(e) + " children but has " + expected);
+      }
+    }
+    Map<Long, Integer> counted = new HashMap<>();
+    t.waiting.long2IntEntrySet().forEach(x -> counted.put(x.getLongKey(), x.getIntValue()));
+    if (!counted.equals(waiting)) {
+      throw new IllegalStateException("waiting children " + counted + " but expected " + waiting);
     }
   }
 

@@ -14,30 +14,41 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * {@link KvIndexer#applyAll} from several threads while others match: every event is seen whole or not at all,
- * however batches are chunked, and the index ends consistent.
+ * however batches are chunked, and the index ends consistent. Readers match through {@link KvIndexer#findMatches}
+ * or through the router's {@code matchLocked}, whose waiting readers make a writer let them in between two events
+ * of a hold.
  */
 class KvIndexerConcurrencyTest {
   private static final int BLOCK = 4;
   private static final int PROMPT_BLOCKS = 48; // more than one chunk of 32 blocks
 
-  @ParameterizedTest(name = "{0} blocks per stored event")
-  @ValueSource(ints = {1, 4, 16, 48})
-  void readersSeeWholeEventsWhileBatchesApplyConcurrently(int blocksPerEvent) throws Exception {
+  static Stream<Arguments> cases() {
+    return Stream.of(1, 4, 16, 48)
+        .flatMap(blocks -> Stream.of(Arguments.of(blocks, false), Arguments.of(blocks, true)));
+  }
+
+  @ParameterizedTest(name = "{0} blocks per stored event, matchLocked readers: {1}")
+  @MethodSource("cases")
+  void readersSeeWholeEventsWhileBatchesApplyConcurrently(int blocksPerEvent, boolean routerPath) throws Exception {
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
     BlockHasher hasher = index.hasher();
     int writers = 2;
     int rounds = 300;
     WorkerId[] workers = new WorkerId[writers];
+    int[] slots = new int[writers];
     int[][] prompts = new int[writers][];
     long[][] queries = new long[writers][];
     SplittableRandom random = new SplittableRandom(blocksPerEvent);
     for (int w = 0; w < writers; w++) {
       workers[w] = WorkerId.of("w" + w);
+      slots[w] = index.register(workers[w]);
       prompts[w] = random.ints(PROMPT_BLOCKS * BLOCK, 0, 50_000).toArray();
       queries[w] = hasher.sequenceHashes(prompts[w]);
     }
@@ -79,12 +90,25 @@ class KvIndexerConcurrencyTest {
       List<Future<?>> reading = new ArrayList<>();
       for (int r = 0; r < 2; r++) {
         reading.add(pool.submit(() -> {
+          PrefixTable.MatchScratch scratch = new PrefixTable.MatchScratch();
           start.await();
           readersReading.countDown();
           do {
             for (int w = 0; w < writers; w++) {
-              PrefixMatch match = index.findMatches(queries[w]).get(workers[w]);
-              int depth = match == null ? 0 : match.blocks();
+              int depth;
+              if (routerPath) {
+                int touched = index.matchLocked(queries[w], queries[w].length, scratch);
+                depth = 0;
+                for (int t = 0; t < touched; t++) {
+                  if (scratch.touched[t] == slots[w]) {
+                    depth = scratch.depth[slots[w]];
+                  }
+                }
+                scratch.reset(touched);
+              } else {
+                PrefixMatch match = index.findMatches(queries[w]).get(workers[w]);
+                depth = match == null ? 0 : match.blocks();
+              }
               observations.incrementAndGet();
               if (depth % blocksPerEvent != 0) {
                 synchronized (torn) {

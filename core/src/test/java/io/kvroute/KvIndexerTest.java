@@ -164,16 +164,16 @@ class KvIndexerTest {
   }
 
   @Test
-  void statsEstimateAboutSixtyFourBytesPerEntryWhenFull() {
+  void statsEstimateAboutSeventyTwoBytesPerEntryWhenFull() {
     KvIndexer index = KvIndexer.newBuilder().maxEntries(1 << 16).build();
     for (int p = 0; index.stats().entries() < (1 << 16); p++) {
       index.apply(WorkerId.of("w" + (p % 8)), Fixtures.storedFor(Fixtures.prompt(p, 1024), 16, p));
     }
     IndexStats stats = index.stats();
     assertEquals(1 << 16, stats.entries());
-    // Per entry: 5 longs of table (40 B), two ints of engine-chain heads (8 B) and two sequence probe slots of a
-    // long each (16 B), plus one spare slot for the whole table.
-    assertEquals(64.0 + 8.0 / (1 << 16), stats.bytesPerEntry(), 1e-9, "bytes per entry");
+    // Per entry: 5 longs of table (40 B), its parent's sequence hash (8 B), two ints of engine-chain heads (8 B)
+    // and two sequence probe slots of a long each (16 B), plus one spare slot for the whole table.
+    assertEquals(72.0 + 8.0 / (1 << 16), stats.bytesPerEntry(), 1e-9, "bytes per entry");
     assertEquals(8, stats.entriesPerWorker().size());
   }
 

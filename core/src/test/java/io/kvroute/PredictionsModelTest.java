@@ -103,7 +103,8 @@ class PredictionsModelTest {
   /**
    * The router's own selections and a peer's deliveries together, against one model: a block is predicted on a
    * worker while the last routing there of a prompt containing it, by either, is younger than the TTL. An own
-   * routing of a prompt a peer's node holds whole renews that node (no index write). The router's own predictions
+   * routing of a prompt a peer's node holds whole renews that node (no index write), and a peer's delivery of a
+   * prompt the router's own node holds whole renews that one. The router's own predictions
    * expire at its selections and the peers' at their deliveries, so each check follows a selection and a delivery.
    */
   @ParameterizedTest(name = "seed {0}")
@@ -146,6 +147,8 @@ class PredictionsModelTest {
     }
     assertTrue(router.predictions().renewedRemote > 0, "own routings renewed peers' nodes: "
         + router.predictions().renewedRemote);
+    assertTrue(router.predictions().remoteRenewedOwn > 0, "peers' deliveries renewed own nodes: "
+        + router.predictions().remoteRenewedOwn);
     IndexInvariants.check(router.predictions().index());
   }
 

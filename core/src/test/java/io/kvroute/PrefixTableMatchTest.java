@@ -136,7 +136,7 @@ class PrefixTableMatchTest {
    * neither an orphan nor a shadow and holds the block's sequence hash, in table order; returns touched slots (in
    * ascending order), depths and GPU depths.
    */
-  private static List<int[]> walk(PrefixTable t, long[] hashes, int count) {
+  static List<int[]> walk(PrefixTable t, long[] hashes, int count) {
     int[] depth = new int[1 << 10];
     int[] gpuDepth = new int[1 << 10];
     List<Integer> touched = new ArrayList<>();

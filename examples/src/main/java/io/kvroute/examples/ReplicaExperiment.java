@@ -159,7 +159,8 @@ public final class ReplicaExperiment {
         }
       }
       AtomicInteger built = new AtomicInteger();
-      RouterPolicy one = options.sharedPolicy ? policy.get() : null;
+      List<RouterListener> outcomeListeners = new ArrayList<>();
+      RouterPolicy one = options.sharedPolicy ? new OneInstance(policy.get()) : null;
       long[] bytesAtStart = new long[1];
       WarmTtft warmTtft = new WarmTtft(options.concurrency, options.requests);
       Simulation.Builder simulation = Simulation.newBuilder()
@@ -172,15 +173,21 @@ public final class ReplicaExperiment {
           .replicas(replicas)
           .router(ticker -> {
             int r = built.getAndIncrement();
-            Router router = Router.newBuilder().policy(one != null ? one : policy.get()).ticker(ticker).randomSeed(seed * 31 + r)
-                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(warmTtft).build();
+            RouterListener listener = nats && options.syncIntervalNanos == 0 ? new DeliverAtOnce(warmTtft, syncs)
+                : warmTtft;
+            RouterPolicy own = one != null ? one : policy.get();
+            if (options.shareOutcomes && own instanceof RouterListener l) {
+              listener = new OutcomesToPeers(listener, l, outcomeListeners);
+            }
+            Router router = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r)
+                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(listener).build();
             if (nats && r == replicas - 1) {
               awaitMesh(syncs);
               bytesAtStart[0] = Arrays.stream(syncs).mapToLong(s -> s.stats().bytesSent()).sum();
             }
             return router;
           });
-      if (nats) {
+      if (nats && options.syncIntervalNanos > 0) {
         simulation.periodic(Duration.ofNanos(options.syncIntervalNanos), () -> flushAndDeliver(syncs));
       }
       SimulationResult result;
@@ -250,6 +257,172 @@ public final class ReplicaExperiment {
       Arrays.sort(sorted);
       int rank = (int) Math.ceil(q * size);
       return sorted[Math.max(0, Math.min(size - 1, rank - 1))] / 1e6;
+    }
+  }
+
+  /**
+   * {@code --sync-interval-ms 0}, the counterfactual of a delivery that takes no time: every booking, first token
+   * and close is published and applied by every peer before the simulation goes on (the listener runs after the
+   * router's admission lock is released, on the simulation's only thread), so no replica ever decides without its
+   * peers' earlier decisions.
+   */
+  static final class DeliverAtOnce implements RouterListener {
+    private final RouterListener delegate;
+    private final NatsLoadSync[] syncs;
+
+    DeliverAtOnce(RouterListener delegate, NatsLoadSync[] syncs) {
+      this.delegate = delegate;
+      this.syncs = syncs;
+    }
+
+    @Override
+    public void onRouted(Routing routing) {
+      delegate.onRouted(routing);
+      flushAndDeliver(syncs);
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      delegate.onFirstToken(routing, elapsedNanos);
+      flushAndDeliver(syncs);
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      delegate.onClosed(routing, elapsedNanos);
+      flushAndDeliver(syncs);
+    }
+  }
+
+  /**
+   * {@code --shared-policy true}: one policy instance for every replica, seen by the routers as a policy that learns
+   * nothing from its peers' notes (it is not a {@code PeerLearning}), so that each selection is learned from once, in
+   * its own {@code select}, not once more per peer from the notes on the bookings the sync delivers; the router's
+   * callbacks (first tokens, closes) reach it as they would the policy itself.
+   */
+  static final class OneInstance implements RouterPolicy, RouterListener {
+    private final RouterPolicy policy;
+    private final @Nullable RouterListener listener;
+
+    OneInstance(RouterPolicy policy) {
+      this.policy = policy;
+      this.listener = policy instanceof RouterListener l ? l : null;
+    }
+
+    @Override
+    public int select(io.kvroute.Candidates candidates) {
+      return policy.select(candidates);
+    }
+
+    @Override
+    public String name() {
+      return policy.name();
+    }
+
+    @Override
+    public void onRouted(Routing routing) {
+      if (listener != null) {
+        listener.onRouted(routing);
+      }
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      if (listener != null) {
+        listener.onFirstToken(routing, elapsedNanos);
+      }
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      if (listener != null) {
+        listener.onClosed(routing, elapsedNanos);
+      }
+    }
+
+    @Override
+    public void onNoWorker(io.kvroute.RouteRequest request) {
+      if (listener != null) {
+        listener.onNoWorker(request);
+      }
+    }
+
+    @Override
+    public void onWorkerAdded(io.kvroute.Worker worker) {
+      if (listener != null) {
+        listener.onWorkerAdded(worker);
+      }
+    }
+
+    @Override
+    public void onWorkerRemoved(io.kvroute.Worker worker) {
+      if (listener != null) {
+        listener.onWorkerRemoved(worker);
+      }
+    }
+
+    @Override
+    public void onWorkerUpdated(io.kvroute.Worker worker) {
+      if (listener != null) {
+        listener.onWorkerUpdated(worker);
+      }
+    }
+
+    @Override
+    public void onBookingsExpired(int count) {
+      if (listener != null) {
+        listener.onBookingsExpired(count);
+      }
+    }
+
+    @Override
+    public void onHealthChanged(io.kvroute.WorkerId worker, io.kvroute.HealthState from, io.kvroute.HealthState to,
+        String reason) {
+      if (listener != null) {
+        listener.onHealthChanged(worker, from, to, reason);
+      }
+    }
+  }
+
+  /**
+   * {@code --share-outcomes true}, a bound: every replica's policy also hears the other replicas' first tokens and
+   * closes, at once and exactly (what it learns its time model from), as one shared policy instance would.
+   */
+  static final class OutcomesToPeers implements RouterListener {
+    private final RouterListener delegate;
+    private final RouterListener own;
+    private final List<RouterListener> all;
+
+    OutcomesToPeers(RouterListener delegate, RouterListener own, List<RouterListener> all) {
+      this.delegate = delegate;
+      this.own = own;
+      this.all = all;
+      all.add(own);
+    }
+
+    @Override
+    public void onRouted(Routing routing) {
+      delegate.onRouted(routing);
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      delegate.onFirstToken(routing, elapsedNanos);
+      for (RouterListener l : all) {
+        if (l != own) {
+          l.onFirstToken(routing, elapsedNanos);
+        }
+      }
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      delegate.onClosed(routing, elapsedNanos);
+      for (RouterListener l : all) {
+        if (l != own) {
+          l.onClosed(routing, elapsedNanos);
+        }
+      }
     }
   }
 
@@ -352,12 +525,15 @@ public final class ReplicaExperiment {
         "  --kinds 2,7,12,24         prefix kinds",
         "  --workers 6  --concurrency 8  --requests 240  --runs 3  --blocks 585  --output-tokens 128  --seed 1",
         "  --sync-interval-ms 0.1    virtual time between flushes of the replicas' batched deltas (a peer learns",
-        "                            of a booking up to this late; default: NatsLoadSync's batch delay)",
+        "                            of a booking up to this late; default: NatsLoadSync's batch delay; 0: every",
+        "                            delta delivered to every peer before the simulation goes on, a counterfactual)",
         "  --client-jitter-ms 1      each client waits uniformly up to this long before each request (0: clients",
         "                            send the instant their previous request finished, all starting at time 0)",
         "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)",
         "  --shared-policy true      one policy instance for all replicas: its learned state shared at once (a bound",
-        "                            for sharing it, not a deployment)");
+        "                            for sharing it, not a deployment)",
+        "  --share-outcomes true     every replica's policy also hears the others' first tokens and closes, at once",
+        "                            (a bound for sharing what predictedTtft fits its time model to)");
 
     int[] replicas = {1, 2, 4};
     List<String> syncModes = List.of("none", "nats");
@@ -365,6 +541,7 @@ public final class ReplicaExperiment {
     long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
     @Nullable String natsUrl;
     boolean sharedPolicy;
+    boolean shareOutcomes;
 
     Options() {
       super(List.of("kvAware", "approximate", "cacheAffinity"));
@@ -389,10 +566,11 @@ public final class ReplicaExperiment {
           }
           syncModes = modes;
         }
-        case "--sync-interval-ms" -> syncIntervalNanos = Math.max(1, Cli.millisAsNanos(value, arg, false));
+        case "--sync-interval-ms" -> syncIntervalNanos = Cli.millisAsNanos(value, arg, true);
         case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
         case "--nats-url" -> natsUrl = value;
         case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);
+        case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
         default -> {
           return false;
         }

@@ -51,6 +51,34 @@ class ReplicaExperimentTest {
     assertEquals(2.0, ReplicaExperiment.maxOverMean(new int[] {4, 2, 0}), 1e-12);
   }
 
+  /**
+   * One policy instance for all replicas with every delta delivered before the simulation goes on is one router:
+   * four replicas must then reproduce the single router's run exactly (the same simulation, the same seeds, every
+   * replica deciding on the whole view and the whole policy state). It fails if the shared instance also learned
+   * from the peers' notes (each selection learned once per replica), or if a delta were still in flight when the
+   * next request is routed.
+   */
+  @Test
+  void oneSharedPolicyWithDeliveryAtOnceRoutesAsOneRouter() throws Exception {
+    Assumptions.assumeTrue(NatsServer.findBinary().isPresent(), NatsServer.INSTALL_HINT);
+    try (NatsServer server = NatsServer.start()) {
+      ReplicaExperiment.Options options = ReplicaExperiment.Options.parse(new String[] {"--kinds", "12",
+          "--policies", "predictedTtft", "--replicas", "1,4", "--sync", "none,nats", "--runs", "1", "--requests",
+          "96", "--concurrency", "8", "--sync-interval-ms", "0", "--shared-policy", "true"});
+      List<ReplicaExperiment.Row> rows = ReplicaExperiment.run(options, server.url(), QUIET);
+      ReplicaExperiment.Row one = rows.get(0);
+      ReplicaExperiment.Row synced = rows.get(2);
+      assertEquals(1, one.replicas());
+      assertEquals("nats", synced.sync());
+      assertEquals(4, synced.replicas());
+      assertEquals(one.hitRate(), synced.hitRate(), 0.0, synced.toString());
+      assertEquals(one.ttftP50(), synced.ttftP50(), 0.0, synced.toString());
+      assertEquals(one.ttftP99(), synced.ttftP99(), 0.0, synced.toString());
+      assertEquals(one.warmP99(), synced.warmP99(), 0.0, synced.toString());
+      assertEquals(one.imbalance(), synced.imbalance(), 0.0, synced.toString());
+    }
+  }
+
   @Test
   void optionsRejectBadValuesWithTheOptionName() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
@@ -60,7 +88,9 @@ class ReplicaExperimentTest {
         () -> ReplicaExperiment.Options.parse(new String[] {"--sync", "redis"}));
     assertTrue(e.getMessage().contains("redis"), e.getMessage());
     assertThrows(IllegalArgumentException.class,
-        () -> ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "0"}));
+        () -> ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "-1"}));
+    assertEquals(0, ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "0"}).syncIntervalNanos,
+        "0: every delta delivered at once (the counterfactual)");
     assertThrows(IllegalArgumentException.class,
         () -> ReplicaExperiment.Options.parse(new String[] {"--policies", "magic"}));
   }

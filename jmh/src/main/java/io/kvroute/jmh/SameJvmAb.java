@@ -40,7 +40,9 @@ import java.util.function.IntToDoubleFunction;
  * indexed blocks, ns per call; {@code hash}: {@link BlockHasher#sequenceHashes} of a 2,048-token prompt, ns per
  * prompt; {@code decode} / {@code ingest}: a 128-block batch of 16-block events decoded into columns, and applied
  * to a 1M-block index, ns per block; {@code apply}: the same batches decoded beforehand, applied only),
- * {@code HIT} or {@code MISS}, distinct prompts (1: in cache, 512: cold), rounds, calls per round, then
+ * {@code HIT}, {@code MISS} or (for {@code select}) {@code PARTIAL} (one worker holds the prompt to a random
+ * depth, from one block to all but the last, and no worker the rest), distinct prompts (1: in cache, 512: cold),
+ * rounds, calls per round, then
  * {@code name=classpath} per version. With {@code -Dab.cpu=true} a round is timed by the thread's CPU time
  * rather than the wall clock (on a machine whose cores are oversubscribed).
  */
@@ -204,7 +206,16 @@ public final class SameJvmAb {
       }
       int[][] indexed = Workload.populate(sink, ids, 1_000_000, 2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS,
           random);
-      prompts = Workload.prompts(Match.valueOf(match), indexed, 2048, distinct, random);
+      boolean partial = match.equals("PARTIAL");
+      prompts = Workload.prompts(partial ? Match.HIT : Match.valueOf(match), indexed, 2048, distinct, random);
+      if (partial) { // an indexed prompt's first blocks (a random depth, at least one, not all), then random tokens
+        for (int i = 0; i < prompts.length; i++) {
+          int[] prompt = Workload.tokens(random, 2048);
+          int held = (1 + random.nextInt(2048 / Workload.BLOCK_SIZE - 1)) * Workload.BLOCK_SIZE;
+          System.arraycopy(prompts[i], 0, prompt, 0, held);
+          prompts[i] = prompt;
+        }
+      }
       if (!kind.equals("select")) {
         EventStream stream = new EventStream(ids, 16, random);
         senders = stream.senders;

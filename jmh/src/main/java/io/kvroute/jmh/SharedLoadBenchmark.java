@@ -48,7 +48,14 @@ import org.openjdk.jmh.infra.Blackhole;
  * no peer: the measured replica publishes to nobody, and the difference is its own hooks and publisher. The
  * publisher, NATS and peer threads run beside the measured one: on a machine with fewer free cores than threads
  * they steal its time, so run it on a quiet machine with at least four; the measured thread's CPU time per
- * operation, printed after each iteration, is not inflated by that.
+ * operation, printed after each iteration, is not inflated by that. Before the first iteration both variants route
+ * {@code warmSelections} requests by count (the peer's client one in {@link #PEER_EVERY}): in approximate mode the
+ * prediction index keeps growing for a long time (a prompt spreads to another worker whenever its workers are
+ * busier), and a selection that stores a prompt costs more than one that renews it, so iterations timed by the clock
+ * would compare a variant that had routed more requests (a later, cheaper state) with one that had routed fewer.
+ * {@code -Dbench.counts=true} (as a forked JVM's argument) prints, after each iteration, how the routers recorded
+ * their predictions (renewed, renewed a peer's node, extended, stored whole; a peer's renewed or stored) and the
+ * prediction index's size.
  *
  * <pre>
  * mvn -B -q -pl jmh -am package -DskipTests
@@ -85,7 +92,20 @@ public class SharedLoadBenchmark {
   @Param({"2000"})
   int peerRate;
 
+  /**
+   * Selections (the measured router's, with the peer's one in {@link #PEER_EVERY} beside them) routed in the
+   * trial's setup before any iteration, so that both variants start measuring from the same state.
+   */
+  @Param({"300000"})
+  int warmSelections;
+
+  /** In the setup's warm-up, the peer's client routes one request per this many of the measured router's. */
+  static final int PEER_EVERY = 64;
+
   Router router;
+  private Router peerRouter;
+  private final Routing[] peerInFlight = new Routing[64];
+  private int peerNext;
   int[][] prompts;
   private NatsServer server;
   private NatsLoadSync local;
@@ -137,19 +157,32 @@ public class SharedLoadBenchmark {
       if (peerSync != null && local.peers().isEmpty()) {
         throw new IllegalStateException("the replicas did not see each other over " + server.url());
       }
-      Router p = peer;
+      peerRouter = peer;
+      // The prediction index grows for a long time (a hot prompt spreads to another worker whenever its workers are
+      // busier), and a selection that stores a prompt costs several that renew one, so a run measured by time
+      // compares a variant that routed more requests (a later, cheaper state) with one that routed fewer: warm both
+      // up by count to the same, nearly stationary, state first (the peer routing one request per PEER_EVERY).
+      long warmStart = System.nanoTime();
+      for (int i = 0; i < warmSelections; i++) {
+        try (Routing routing = router.select(prompts[i & (prompts.length - 1)])) {
+          routing.firstToken();
+        }
+        if (i % PEER_EVERY == 0) {
+          peerStep();
+        }
+        if (local != null && (i & 511) == 511) {
+          Thread.sleep(1); // lets the publisher keep up: a full ring would drop deltas, and the peer not learn them
+        }
+      }
+      Thread.sleep(200); // the last deltas delivered
+      System.out.printf(Locale.ROOT, "warm-up: %d selections in %d ms, deltas dropped %d%n", warmSelections,
+          (System.nanoTime() - warmStart) / 1_000_000, local == null ? 0 : local.stats().deltasDropped());
       running.set(true);
       peerThread = new Thread(() -> {
-        Routing[] inFlight = new Routing[64];
         long interval = 1_000_000_000L / peerRate;
         long next = System.nanoTime();
-        for (int i = 0; running.get(); i++) {
-          int slot = i & 63;
-          if (inFlight[slot] != null) {
-            inFlight[slot].close();
-          }
-          inFlight[slot] = p.select(prompts[i & (prompts.length - 1)]);
-          inFlight[slot].firstToken();
+        while (running.get()) {
+          peerStep();
           next += interval;
           long wait = next - System.nanoTime();
           if (wait > 0) {
@@ -160,6 +193,17 @@ public class SharedLoadBenchmark {
       peerThread.setDaemon(true);
       peerThread.start();
     }
+  }
+
+  /** One request of the peer's client: the oldest of its 64 open requests closed, a new one booked. */
+  private void peerStep() {
+    int slot = peerNext & 63;
+    if (peerInFlight[slot] != null) {
+      peerInFlight[slot].close();
+    }
+    peerInFlight[slot] = peerRouter.select(prompts[peerNext & (prompts.length - 1)]);
+    peerInFlight[slot].firstToken();
+    peerNext++;
   }
 
   private static RouterPolicy policy(String name) {
@@ -176,6 +220,12 @@ public class SharedLoadBenchmark {
   /** Deltas the measured replica dropped (its ring full: the publisher could not keep up) in the iteration. */
   @TearDown(Level.Iteration)
   public void reportDropped() {
+    if (Boolean.getBoolean("bench.counts")) {
+      System.out.println("measured " + PredictionCounts.of(router));
+      if (peerRouter != null && peerRouter != router) {
+        System.out.println("peer     " + PredictionCounts.of(peerRouter));
+      }
+    }
     if (local != null) {
       System.out.printf(Locale.ROOT, "deltas dropped %d, sent %d frames of %d bytes in all%n",
           local.stats().deltasDropped() - droppedBefore, local.stats().framesSent(), local.stats().bytesSent());
