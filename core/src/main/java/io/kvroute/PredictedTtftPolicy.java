@@ -22,8 +22,7 @@ import java.util.Objects;
  *       cost leaves that term out, because in overload it mostly measures memory waits, which {@code memoryWait}
  *       and the load bound already count.
  *   <li>{@code memoryWait_i}: once the worker's active requests would pin more blocks than its cache holds, the time
- *       until enough of them finish (one finishes about every {@link #nanosPerFinish}: the time one runs over the
- *       requests the engine reports running; a block is freed only with
+ *       until enough of them finish (they finish at about {@code active / serviceTime}; a block is freed only with
  *       its last holder, from the router's count of active blocks by holder number; at least one whole finish,
  *       see {@link #atLeastOneFinish}). The cache size is the
  *       largest cached tree seen, which is known to be the capacity once the tree shrank (an eviction) or the
@@ -426,8 +425,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       if (over > 0 && active > 0) {
         long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
         double finishes = atLeastOneFinish(finishing(c, i, active, (m.footprint - 1) * booked, over));
-        ttft += finishes * nanosPerFinish(m.serviceNanos, m.n > 0 ? m.sy / m.n : Double.NaN, active,
-            c.engineLoad(i));
+        ttft += finishes * m.serviceNanos / active;
         excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
       }
     }
@@ -505,30 +503,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       return 0;
     }
     return rate * serviceNanos * (excess * serviceNanos / capacity);
-  }
-
-  /**
-   * The time between two finishes on a memory-bound worker, in nanoseconds: the requests running there over how
-   * long one runs (Little's law on the running stage), {@code (serviceNanos - meanTtftNanos) / running}, with the
-   * running requests from the engine's latest report (at most {@code active}, at least one), the time one runs
-   * as its service time less its time to first token (its decode; its prefill is a small part: 13-70 ms of about
-   * 1.2 s on the article's grid); without a report or a first-token time, {@code serviceNanos / active}.
-   *
-   * <p>Little's law on the whole worker, {@code active / serviceNanos}, was the rate used before. It is right on
-   * average, but not at an instant when the worker is memory-bound: its pace is then set by how many requests its
-   * memory holds at once, not by how many are queued, so a queue twice as long takes twice as long to drain, where
-   * {@code active / serviceNanos} doubles the rate with the queue (the service time is a long average) and the
-   * predicted wait stays the same. At 3 workers, c32, 24 kinds, seed 2, a worker running 3 requests with 13-16
-   * waiting was predicted 2.3-2.6 s of memory wait (11-14 finishes at 180-260 ms) where they waited 4.2-5.3 s
-   * (3 requests finish about every 1.1-1.2 s there).
-   */
-  static double nanosPerFinish(double serviceNanos, double meanTtftNanos, int active, EngineLoad load) {
-    double running = load == null ? Double.NaN : Math.max(1, Math.min(active, load.running()));
-    double runNanos = serviceNanos - meanTtftNanos;
-    if (Double.isNaN(running) || !(runNanos > 0)) {
-      return serviceNanos / active;
-    }
-    return runNanos / running;
   }
 
   /**

@@ -599,24 +599,6 @@ class PredictedTtftPolicyTest {
   }
 
   /**
-   * A memory-bound worker whose requests take 1.5 s from booking to close, 0.3 s of it to their first token, so
-   * each runs about 1.2 s after it: with 3 running (the engine's report) and 13 queued, one finishes every 1.2 / 3 =
-   * 0.4 s, however long the queue (Little's law on the running stage). Without a report, or before a first-token
-   * time, the pace is the whole worker's, 1.5 s / 16 active. A report of more running requests than the router has
-   * active counts the active ones (it is older), and one of none counts one.
-   */
-  @Test
-  void finishesComeAtThePaceOfTheRunningRequestsNotOfTheQueue() {
-    double s = 1.5e9;
-    double ttft = 0.3e9;
-    assertEquals(0.4e9, PredictedTtftPolicy.nanosPerFinish(s, ttft, 16, new EngineLoad(3, 13, 1.0, 0)), 1);
-    assertEquals(s / 16, PredictedTtftPolicy.nanosPerFinish(s, ttft, 16, null), 1);
-    assertEquals(s / 16, PredictedTtftPolicy.nanosPerFinish(s, Double.NaN, 16, new EngineLoad(3, 13, 1.0, 0)), 1);
-    assertEquals(1.2e9 / 4, PredictedTtftPolicy.nanosPerFinish(s, ttft, 4, new EngineLoad(6, 0, 0.9, 0)), 1);
-    assertEquals(1.2e9, PredictedTtftPolicy.nanosPerFinish(s, ttft, 4, new EngineLoad(0, 4, 1.0, 0)), 1);
-  }
-
-  /**
    * The footprint compares an engine report with what was booked when the report was made: the bookings the last
    * selection left, if that selection came before the report and the engine had nothing waiting (a waiting request
    * is booked but holds no blocks). 500 blocks booked at 10 ns: a report made at 20 ns with nothing waiting is
