@@ -47,10 +47,12 @@ class EventSourceMetricsTest {
         List<KvEvent> batch = List.of(Fixtures.storedFor(Fixtures.prompt(i, blocks[i] * 16), 16, 9));
         publisher.publish(batch);
       }
-      Await.until(() -> registry.find(EventSourceMetrics.BATCHES).counter() != null
-          && registry.get(EventSourceMetrics.BATCHES).counter().count() == 3, () -> "3 batches");
+      // A batch's callback counts the batch, then its events, then its stored blocks, so wait for the last: once
+      // the stored blocks of all three batches are counted, so are their batches and events.
+      Await.until(() -> registry.find(EventSourceMetrics.STORED_BLOCKS).counter() != null
+          && registry.get(EventSourceMetrics.STORED_BLOCKS).counter().count() == 3 + 5 + 2, () -> "10 stored blocks");
+      assertEquals(3, registry.get(EventSourceMetrics.BATCHES).counter().count(), 0.0);
       assertEquals(3, count(EventSourceMetrics.EVENTS, "worker", "engine", "rank", "0"), 0.0);
-      assertEquals(3 + 5 + 2, count(EventSourceMetrics.STORED_BLOCKS, "worker", "engine"), 0.0);
       assertEquals(10, router.indexer().entriesOf(id));
 
       ticker.advance(Duration.ofMillis(2500));
