@@ -389,11 +389,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
 
   /** Touches the home probe slot of {@code seq} and the next line of its run. */
   long touchSeq(long seq) {
-    long[] probe = seqSlots;
-    int n = probe.length;
-    int home = home(mix(seq), n);
-    int ahead = home + RUN_AHEAD;
-    return probe[home] + probe[ahead < n ? ahead : ahead - n];
+    return touchRun(seq, RUN_AHEAD);
   }
 
   /**
@@ -401,11 +397,16 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * block after block 0; with no lock (racy reads that only warm the cache, each index bounded by the array read).
    */
   long touchHome(long seq) {
+    return touchRun(seq, ENTRY_AHEAD);
+  }
+
+  /** Loads the home probe slot of {@code seq} and the slot {@code ahead} on (wrapping at the table's end). */
+  private long touchRun(long seq, int ahead) {
     long[] probe = seqSlots;
     int n = probe.length;
     int home = home(mix(seq), n);
-    int ahead = home + ENTRY_AHEAD;
-    return probe[home] + probe[ahead < n ? ahead : ahead - n];
+    int next = home + ahead;
+    return probe[home] + probe[next < n ? next : next - n];
   }
 
   /**
