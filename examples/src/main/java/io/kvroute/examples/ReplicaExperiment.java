@@ -302,11 +302,11 @@ public final class ReplicaExperiment {
    */
   static final class OneInstance implements RouterPolicy, RouterListener {
     private final RouterPolicy policy;
-    private final @Nullable RouterListener listener;
+    private final RouterListener listener; // the policy itself when it listens, else a no-op
 
     OneInstance(RouterPolicy policy) {
       this.policy = policy;
-      this.listener = policy instanceof RouterListener l ? l : null;
+      this.listener = policy instanceof RouterListener l ? l : new RouterListener() {};
     }
 
     @Override
@@ -321,66 +321,48 @@ public final class ReplicaExperiment {
 
     @Override
     public void onRouted(Routing routing) {
-      if (listener != null) {
-        listener.onRouted(routing);
-      }
+      listener.onRouted(routing);
     }
 
     @Override
     public void onFirstToken(Routing routing, long elapsedNanos) {
-      if (listener != null) {
-        listener.onFirstToken(routing, elapsedNanos);
-      }
+      listener.onFirstToken(routing, elapsedNanos);
     }
 
     @Override
     public void onClosed(Routing routing, long elapsedNanos) {
-      if (listener != null) {
-        listener.onClosed(routing, elapsedNanos);
-      }
+      listener.onClosed(routing, elapsedNanos);
     }
 
     @Override
     public void onNoWorker(io.kvroute.RouteRequest request) {
-      if (listener != null) {
-        listener.onNoWorker(request);
-      }
+      listener.onNoWorker(request);
     }
 
     @Override
     public void onWorkerAdded(io.kvroute.Worker worker) {
-      if (listener != null) {
-        listener.onWorkerAdded(worker);
-      }
+      listener.onWorkerAdded(worker);
     }
 
     @Override
     public void onWorkerRemoved(io.kvroute.Worker worker) {
-      if (listener != null) {
-        listener.onWorkerRemoved(worker);
-      }
+      listener.onWorkerRemoved(worker);
     }
 
     @Override
     public void onWorkerUpdated(io.kvroute.Worker worker) {
-      if (listener != null) {
-        listener.onWorkerUpdated(worker);
-      }
+      listener.onWorkerUpdated(worker);
     }
 
     @Override
     public void onBookingsExpired(int count) {
-      if (listener != null) {
-        listener.onBookingsExpired(count);
-      }
+      listener.onBookingsExpired(count);
     }
 
     @Override
     public void onHealthChanged(io.kvroute.WorkerId worker, io.kvroute.HealthState from, io.kvroute.HealthState to,
         String reason) {
-      if (listener != null) {
-        listener.onHealthChanged(worker, from, to, reason);
-      }
+      listener.onHealthChanged(worker, from, to, reason);
     }
   }
 
