@@ -43,6 +43,8 @@ public final class Candidates {
   // What the policy noted of its choice for peer replicas (see notePlacement); reset per selection.
   private int noteWarmBlocks;
   private boolean noteNewPrefix;
+  // The prompt tokens the policy predicts its choice will prefill (see notePrefill); -1 if it noted none.
+  private int notePrefillTokens = -1;
 
   Candidates() {}
 
@@ -55,6 +57,7 @@ public final class Candidates {
     this.requestBlocks = requestTokens / blockSize;
     this.noteWarmBlocks = 0;
     this.noteNewPrefix = false;
+    this.notePrefillTokens = -1;
   }
 
   /**
@@ -65,6 +68,19 @@ public final class Candidates {
   void notePlacement(int warmBlocks, boolean newPrefix) {
     this.noteWarmBlocks = Math.max(0, Math.min(warmBlocks, requestBlocks));
     this.noteNewPrefix = newPrefix;
+  }
+
+  /**
+   * A built-in policy notes how many of the prompt's tokens it predicts the chosen worker will prefill, for its own
+   * learning from the request's first token ({@code Routing.policyPrefillTokens}); clamped to the prompt.
+   * Package-private: only the router's own policies call it.
+   */
+  void notePrefill(long tokens) {
+    this.notePrefillTokens = (int) Math.max(0, Math.min(tokens, requestTokens));
+  }
+
+  int notePrefillTokens() {
+    return notePrefillTokens;
   }
 
   int noteWarmBlocks() {

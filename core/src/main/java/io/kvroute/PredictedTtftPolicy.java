@@ -50,9 +50,9 @@ import java.util.Objects;
  * (bounded loads in requests, as in Mirrokni, Thorup and Zadimoghaddam), but only while some worker under its bound
  * could take the request without evicting a warm prefix or leaving a stale copy, so balance never costs the cache.
  * Over the stream of requests, a worker given more than {@code (1 + loadSlack)} times the mean share of the recent
- * selections is passed over while another is not ({@link #pastItsShare}) and could take the request without evicting
- * a warm prefix or leaving a stale copy ({@link #cheapestFreeWithinShare}): the balance that instantaneous
- * bounds cannot see at low load, where nothing queues. Either bound moves a request only where the move costs it at
+ * selections is passed over while another is not ({@link #pastItsShare}) and could take the request without leaving
+ * a stale copy (a warm prefix it evicts is in its cost; see {@link #cheapestWithinShare}): the balance that
+ * instantaneous bounds cannot see at low load, where nothing queues. Either bound moves a request only where the move costs it at
  * most {@code loadSlack} times a service time ({@link #movesCheaplyForBalance}).
  * Among the rest the cost
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
@@ -299,7 +299,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     // leaving the holder's copy stale: where balancing is free.
     double roomCost = Double.POSITIVE_INFINITY;
     markPastTheirShare(n, sweep);
-    double shareRoomCost = cheapestFreeWithinShare(n);
+    double shareRoomCost = cheapestWithinShare(n);
     for (int i = 0; i < n; i++) {
       Model m = byCandidate[i];
       double share = (1 / m.blend(m.b, fleetSlope)) / totalSpeed;
@@ -369,6 +369,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       placements.record(c.worker(choice).id());
     }
     c.notePlacement(shared, placed);
+    c.notePrefill(Math.round(Math.max(0, c.requestTokens() - hit(c, choice, maxHitBlocks) * blockSize)));
     if (models.size() > 2 * n + 8) {
       forgetDeparted(sweep);
     }
@@ -571,7 +572,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   /**
    * Marks in {@code pastShare} the candidates {@linkplain #pastItsShare past their share} of the requests served and
    * returns whether some candidate is not (those past it are passed over when one of those could take the request
-   * freely, see {@link #cheapestFreeWithinShare}).
+   * freely, see {@link #cheapestWithinShare}).
    */
   private boolean markPastTheirShare(int n, long sweep) {
     double sum = 0;
@@ -590,24 +591,34 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
 
   /**
    * The lowest cost among the candidates within their share of the requests served ({@code pastShare} marked by
-   * {@link #markPastTheirShare}) that could take this request without evicting a warm prefix or leaving the holder's
-   * copy stale, or infinity if none could: the candidates past their share are passed over only for one of those,
-   * and only where it costs little more (see {@link #movesCheaplyForBalance}).
+   * {@link #markPastTheirShare}) that could take this request without leaving the holder's copy stale, or infinity
+   * if none could: the candidates past their share are passed over only for one of those, and only where it costs
+   * little more (see {@link #movesCheaplyForBalance}).
    *
-   * <p>The bound on requests served keeps the promise of balance (max/mean {@code 1 + loadSlack}), and like the bound
-   * on active requests it is enforced only where balance is free: moving a request off a worker that holds its
-   * prefix to one that must evict a warm prefix for the copy (or that leaves the holder's recently used copy taking
-   * room) costs a recomputation later, which the cost prices and the bound would override. Where nothing is lost
-   * (a copy into room, the case the bound was made for: 4 clients on 6 workers, every cache roomy) it still fires.
+   * <p>A copy that evicts warm prefixes there may take it: its cost includes the eviction price, and the move is
+   * made only if that cost is within {@code loadSlack} of a service time of the worker passed over. Before, such a
+   * copy never counted (branch {@code policy10} excluded both evictions and stale copies), so once every cache was
+   * full and warm no candidate could take a request "freely" and nothing kept the promise of balance: at 6 workers,
+   * c8, 12 kinds, a worker leaving at 4 s and coming back cold, seed 1, all six caches were known full by 42 s, the
+   * worker holding three kinds served 237 of 1,000 requests (max/mean 1.42) with the fit corrected by
+   * {@link #ownPrefillTokens}; before that correction the fitted slope was about 2.5 times too low and eviction
+   * prices as much too small, which kept its balance (1.15) by chance. Stale copies stay excluded: they are what the
+   * condition was made for (the Mooncake trace's conversations, most of whose reuses are a first reuse at a full
+   * holder).
+   *
+   * <p>The bound on requests served keeps the promise of balance (max/mean {@code 1 + loadSlack}), and it is enforced
+   * only where balance costs no stale copy: moving a request off a worker that holds its prefix and leaving the
+   * holder's recently used copy taking room costs a recomputation later, which the bound would override. Where nothing
+   * is lost (a copy into room, the case the bound was made for: 4 clients on 6 workers, every cache roomy) it fires.
    * On the Mooncake trace, where most reuses are a conversation's first reuse of a prefix at its holder (the copy
    * would leave it stale), the unconditional bound moved conversations off their holders: cached-token ratio 0.452
    * before the bound, 0.439 with it unconditional, 0.448 with this condition (1M tokens per worker); on the tight
    * cache 0.145, 0.146 and 0.144, within what variants that change a few decisions move it.
    */
-  private double cheapestFreeWithinShare(int n) {
+  private double cheapestWithinShare(int n) {
     double cheapest = Double.POSITIVE_INFINITY;
     for (int i = 0; i < n; i++) {
-      if (!pastShare[i] && fulls[i] == 0 && stales[i] == 0) {
+      if (!pastShare[i] && stales[i] == 0) {
         cheapest = Math.min(cheapest, costs[i]);
       }
     }
@@ -653,7 +664,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * Whether a worker has been given more than {@code (1 + loadSlack)} times the mean share of the requests: its
    * {@code served} share of the router's recent selections over the candidates' {@code sum}, against {@code 1 / n}.
    * Such a worker is passed over while some candidate within its share can take the request freely (see
-   * {@link #cheapestFreeWithinShare}; bounded loads over the
+   * {@link #cheapestWithinShare}; bounded loads over the
    * requests served: Mirrokni, Thorup and Zadimoghaddam's cap, {@code (1 + epsilon)} times the mean, applied to the
    * stream of requests rather than to what is active at one instant).
    *
@@ -993,10 +1004,30 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       return;
     }
     m.lastStepEndAt = routing.bookedAtNanos + elapsedNanos;
-    double x = routing.queuedPrefillTokens() + routing.bookedPrefillTokens;
+    double x = routing.queuedPrefillTokens() + ownPrefillTokens(routing);
     double z = routing.activeAtAdmission();
     m.observe(x, z, elapsedNanos, keep);
     fleet.observe(x, z, elapsedNanos, 1 - 1.0 / (config.learningWindow() * 8.0));
+  }
+
+  /**
+   * The prompt tokens a request's own prefill was fitted with: the uncached tokens the cost counted for it at
+   * selection ({@code Candidates.notePrefill}), so that the fit's regressor is the quantity the cost multiplies by
+   * {@code b}; the router's booked prefill if the policy noted none.
+   *
+   * <p>The cost counts the blocks an active request is computing on the worker as cached ({@link #hit}: the engine
+   * registers them as the prefill computes them, and a request scheduled after it hits them, as in vLLM v1), while
+   * the router books a request's prefill against the blocks the index holds. A request joining a worker that is
+   * prefilling its prefix is booked cold, and fitting its first token against that put a whole cold prompt on the
+   * regressor of a request that prefilled its tail: at 6 workers, c16, 7 kinds, seed 1, the first instant's joins
+   * were observed as 4,742 and 7,113 tokens in 92 ms (a cold prefill of 2,371 takes 69 ms), the fit gave
+   * 10.8 us per token and a 28 ms intercept against about 28 us and 4.5 ms, and it predicted 56 ms for a cold
+   * prefill measured at 70 (82 in its batch) and 22 ms for a hit measured at 13-16. Joining requests then looked dear
+   * and cold copies cheap, and a cold copy batched with a join at 2.9 s was the run's 11th slowest request (86 ms
+   * against {@code kvAware}'s p99 of 76).
+   */
+  static long ownPrefillTokens(Routing routing) {
+    return routing.policyPrefillTokens >= 0 ? routing.policyPrefillTokens : routing.bookedPrefillTokens;
   }
 
   @Override

@@ -51,6 +51,9 @@ public final class Routing implements AutoCloseable {
   // The chosen worker's load when this request was admitted (see admittedLoad), for policies that learn from
   // outcomes; set before the handle is published.
   long admittedLoad;
+  // The prompt tokens the policy predicted the chosen worker would prefill (Candidates.notePrefill), -1 if it noted
+  // none; set before the handle is published.
+  int policyPrefillTokens = -1;
   // The admission's list of open bookings, oldest first; guarded by the admission lock.
   @Nullable Routing older;
   @Nullable Routing newer;
