@@ -1027,7 +1027,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * against {@code kvAware}'s p99 of 76).
    */
   static long ownPrefillTokens(Routing routing) {
-    return routing.policyPrefillTokens >= 0 ? routing.policyPrefillTokens : routing.bookedPrefillTokens;
+    int noted = routing.policyPrefillTokens();
+    return noted >= 0 ? noted : routing.bookedPrefillTokens;
   }
 
   @Override

@@ -414,8 +414,8 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
-    routing.policyPrefillTokens = candidates.notePrefillTokens();
-    routing.admittedLoad = Routing.admittedLoad(candidates.prefillTokens(choice), candidates.activeRequests(choice));
+    routing.admittedLoad = Routing.admittedLoad(candidates.prefillTokens(choice), candidates.activeRequests(choice),
+        candidates.notePrefillTokens());
     // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
     routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
     if (!admission.book(routing)) {

@@ -51,9 +51,6 @@ public final class Routing implements AutoCloseable {
   // The chosen worker's load when this request was admitted (see admittedLoad), for policies that learn from
   // outcomes; set before the handle is published.
   long admittedLoad;
-  // The prompt tokens the policy predicted the chosen worker would prefill (Candidates.notePrefill), -1 if it noted
-  // none; set before the handle is published.
-  int policyPrefillTokens = -1;
   // The admission's list of open bookings, oldest first; guarded by the admission lock.
   @Nullable Routing older;
   @Nullable Routing newer;
@@ -82,23 +79,32 @@ public final class Routing implements AutoCloseable {
   }
 
   /**
-   * Packs a worker's load at admission into one long (one field instead of two keeps the handle 8 bytes smaller):
-   * prompt tokens queued there (up to 2^40 - 1) in the high bits, its active requests (up to 2^24 - 1) in the low 24.
+   * Packs a worker's load at admission, and the prefill the policy predicted, into one long (one field instead of
+   * three keeps the handle 8 bytes smaller): prompt tokens queued there (up to 2^27 - 1) in the high 27 bits, its
+   * active requests (up to 2^16 - 1) in the next 16, and one more than the prompt tokens the policy predicted this
+   * request would prefill there (up to 2^21 - 2; 0 if it noted none, see {@code Candidates.notePrefill}) in the low 21.
+   * Larger values are clamped.
    */
-  static long admittedLoad(long queuedPrefillTokens, int activeRequests) {
-    long queued = Math.min(Math.max(0, queuedPrefillTokens), (1L << 40) - 1);
-    long active = Math.min(Math.max(0, activeRequests), (1 << 24) - 1);
-    return queued << 24 | active;
+  static long admittedLoad(long queuedPrefillTokens, int activeRequests, int policyPrefillTokens) {
+    long queued = Math.min(Math.max(0, queuedPrefillTokens), (1L << 27) - 1);
+    long active = Math.min(Math.max(0, activeRequests), (1 << 16) - 1);
+    long prefill = Math.min(Math.max(0, policyPrefillTokens + 1L), (1 << 21) - 1);
+    return queued << 37 | active << 21 | prefill;
   }
 
   /** Prompt tokens queued on the chosen worker, not yet prefilled, when this request was admitted. */
   long queuedPrefillTokens() {
-    return admittedLoad >>> 24;
+    return admittedLoad >>> 37;
   }
 
   /** Requests active on the chosen worker when this request was admitted. */
   int activeAtAdmission() {
-    return (int) (admittedLoad & ((1 << 24) - 1));
+    return (int) ((admittedLoad >>> 21) & ((1 << 16) - 1));
+  }
+
+  /** The prompt tokens the policy predicted this request would prefill (Candidates.notePrefill), -1 if none noted. */
+  int policyPrefillTokens() {
+    return (int) (admittedLoad & ((1 << 21) - 1)) - 1;
   }
 
   /**

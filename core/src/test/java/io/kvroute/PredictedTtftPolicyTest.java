@@ -434,6 +434,28 @@ class PredictedTtftPolicyTest {
     assertEquals(40_000, policy.learnedSlope(A.id()), 400, "nanoseconds per prompt token");
   }
 
+  /**
+   * The handle keeps the worker's load at admission and the policy's predicted prefill in one long: each round trips
+   * within its bits (queued tokens up to 2^27 - 1, active requests up to 2^16 - 1, the prefill up to 2^21 - 2, none
+   * noted as -1) and larger values are clamped, never spilling into a neighbour.
+   */
+  @Test
+  void theAdmittedLoadPacksQueueActiveAndPredictedPrefillWithoutSpilling() {
+    Routing r = new Routing(null, null, 0, 0, 1, 1, 0, new long[0], 0, "p", List.of());
+    r.admittedLoad = Routing.admittedLoad(123_456, 789, 2_371);
+    assertEquals(123_456, r.queuedPrefillTokens());
+    assertEquals(789, r.activeAtAdmission());
+    assertEquals(2_371, r.policyPrefillTokens());
+    r.admittedLoad = Routing.admittedLoad(Long.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE);
+    assertEquals((1L << 27) - 1, r.queuedPrefillTokens());
+    assertEquals((1 << 16) - 1, r.activeAtAdmission());
+    assertEquals((1 << 21) - 2, r.policyPrefillTokens());
+    r.admittedLoad = Routing.admittedLoad(0, 0, -1);
+    assertEquals(0, r.queuedPrefillTokens());
+    assertEquals(0, r.activeAtAdmission());
+    assertEquals(-1, r.policyPrefillTokens(), "none noted");
+  }
+
   @Test
   void forgetsDepartedWorkers() {
     PredictedTtftPolicy policy = (PredictedTtftPolicy) RouterPolicy.predictedTtft();
