@@ -811,7 +811,7 @@ public final class KvEventCodec {
         into.discardOpenTokens(); // a repeated key: the last one counts, as in object mode
       }
       int[] out = into == null ? new int[n] : null;
-      for (int i = 0; i < n; i++) {
+      for (int i = into == null ? 0 : r.readUint32Run(n, into); i < n; i++) {
         int token;
         long plain = r.readUint32OrMinusOne(); // the common case, every id in [0, 2^32) (stored as its low 32 bits)
         if (plain >= 0) {
