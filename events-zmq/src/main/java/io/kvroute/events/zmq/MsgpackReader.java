@@ -467,6 +467,11 @@ final class MsgpackReader {
     return true;
   }
 
+  /** The 8 bytes at {@code index} as a big-endian long, wherever the reader is (the caller checks the bounds). */
+  long longAt(int index) {
+    return (long) BIG_ENDIAN_LONG.get(buf, index);
+  }
+
   byte byteAt(int index) {
     return buf[index];
   }
