@@ -812,7 +812,7 @@ public final class KvEventCodec {
       haveHashes = true;
       if (columns != null) {
         columns.discardOpenHashes(); // a repeated key: the last one counts, as in object mode
-        for (int i = 0; i < n; i++) {
+        for (int i = r.readInt64Run(n, columns); i < n; i++) {
           columns.appendHash(hash());
         }
         return null;

@@ -319,6 +319,30 @@ final class MsgpackReader {
     return count;
   }
 
+  /**
+   * Appends to {@code into} the next values, at most {@code max}, while each is written in 8 bytes (uint 64 or
+   * int 64: how an engine writes most block hashes) and fits in the payload; returns how many it appended, its
+   * position after the last. Stops before anything else, leaving it to the value-by-value path. The position stays
+   * in a local, as in {@link #readUint32Run}.
+   */
+  int readInt64Run(int max, io.kvroute.KvEventColumns into) {
+    byte[] b = buf;
+    int p = pos;
+    int end = limit - 9;
+    int count = 0;
+    while (count < max && p <= end) {
+      int head = b[p] & 0xFF;
+      if (head != 0xCF && head != 0xD3) {
+        break;
+      }
+      into.appendHash((long) BIG_ENDIAN_LONG.get(b, p + 1));
+      p += 9;
+      count++;
+    }
+    pos = p;
+    return count;
+  }
+
   /** Reads an integer that must lie in {@code [min, max]}. */
   long readLong(long min, long max, String what) {
     int start = pos;
