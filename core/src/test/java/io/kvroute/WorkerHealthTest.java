@@ -315,4 +315,19 @@ class WorkerHealthTest {
     second.close(); // ends without a report: the next request may probe
     router.select(onlyTo(A, 1203)).close();
   }
+
+  @Test
+  void oneDrainingAndOneEjectedWorkerIsAllUnhealthyNotAllDraining() {
+    // ALL_DRAINING only when every worker that could serve is draining: here one is, the other is ejected.
+    Router router = router(A, B);
+    router.drain(A);
+    eject(router, B);
+    NoWorkerAvailableException e = assertThrows(NoWorkerAvailableException.class,
+        () -> router.select(Fixtures.prompt(1300, 64)));
+    assertEquals(NoWorkerAvailableException.Reason.ALL_UNHEALTHY, e.reason());
+    assertTrue(e.getMessage().contains("1 draining"), e.getMessage());
+    router.undrain(A);
+    router.drain(B);
+    assertEquals(A, router.select(Fixtures.prompt(1301, 64)).workerId(), "undrained A serves again");
+  }
 }
