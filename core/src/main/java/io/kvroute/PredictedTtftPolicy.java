@@ -303,7 +303,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     for (int i = 0; i < n; i++) {
       Model m = byCandidate[i];
       double share = (1 / m.blend(m.b, fleetSlope)) / totalSpeed;
-      overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive);
+      overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive)
+          && !holdsItWithoutAWait(hit(c, i, maxHitBlocks), bestHit, ttfts[i] - owns[i]);
       if (!overs[i] && fulls[i] == 0 && stales[i] == 0) {
         roomCost = Math.min(roomCost, costs[i]);
       }
@@ -375,6 +376,30 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     return choice;
   }
 
+  /**
+   * Whether a candidate holding {@code hit} blocks of the prompt is a holder of its longest cached prefix
+   * ({@code bestHit}) at which this request would not wait ({@code wait}, its predicted TTFT less its own prefill:
+   * no prompt queued before it, no memory wait). The bound in active requests does not pass such a holder over.
+   *
+   * <p>Passing a holder over for balance makes a copy: this request recomputes the prefix cold (a whole prefill,
+   * about 56 ms more than a hit on the article's grid), and the copy takes a second cache's room for the rest of the
+   * run. What it buys, where the holder makes nobody wait, is only the holder's count of active requests, one above
+   * the bound until its next finish: an engine serves a request at its next step whatever the count, and one more
+   * decoding sequence lengthens each step by about a sixth. That excess is mostly chance: at 8 clients on 6 workers
+   * the bound is 2 active requests, and with 7 kinds drawn uniformly one kind has 3 or more active requests about
+   * a tenth of the time, so the bound fired all through a run and every kind ended with about 3 holders, one copy
+   * (one cold request) for every 16 requests of a 240-request run (the README's main job: 90.4 / 89.6 / 74.2% hits
+   * at 7 / 12 / 24 kinds, against about 98% in the suite's 1,000-request runs, which made as many copies in all).
+   * An imbalance that lasts is the bound over the requests served ({@link #pastItsShare}) to catch, and one that
+   * queues still passes the holder over here: a holder with prompts queued before this one, or predicted to wait
+   * for memory, makes this request wait, which a copy elsewhere saves (bursts, a hot Zipf prefix). A worker that
+   * does not hold the prefix is still bounded: placing a new prefix or a copy there costs the same cold prefill on
+   * any worker, so balance is free.
+   */
+  static boolean holdsItWithoutAWait(double hit, double bestHit, double wait) {
+    return bestHit > 0 && hit == bestHit && !(wait > 0);
+  }
+
   /** Records what each candidate has booked once this selection's request is booked (see bookingsAtTheReport). */
   private void noteBookings(Candidates c, int n, int choice) {
     for (int i = 0; i < n; i++) {
@@ -422,8 +447,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       // (see memoryCapacity).
       double pinned = c.decodeBlocks(i) * m.footprint;
       double over = pinned - memoryCapacity(m);
-      if (over > 0 && active > 0) {
-        long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+      long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+      if (over > 0 && active > 0 && !treeHoldsItsBookingsBeforeAnyReport(c, i, m, booked)) {
         double finishes = atLeastOneFinish(finishing(c, i, active, (m.footprint - 1) * booked, over));
         ttft += finishes * m.serviceNanos / active;
         excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
@@ -743,6 +768,27 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    */
   private static double memoryCapacity(Model m) {
     return m.maxCached;
+  }
+
+  /**
+   * Whether the memory wait is left out for candidate {@code i}: its cache is not known to be full, its engine has
+   * not reported its load yet, and its largest tree holds the {@code booked} blocks already booked there (times the
+   * footprint), so everything it was sent so far has found room.
+   *
+   * <p>Before the first report the largest tree is the only evidence of a cache's size, and while the tree holds
+   * every booking it is evidence of room, not of a limit: it is as large as what the worker was sent, because that
+   * is all it was sent. Taking it as the size anyway predicted a whole finish of memory wait for any request joining
+   * a worker with one request active: at 6 workers, c8, 7 kinds, at 0.77 s (the first completions, before the first
+   * report at 1 s), a holder with a 156-block tree and 148 blocks booked was predicted to wait 0.77 s for a 21-block
+   * tail and was passed over for a cold copy, in two of the main job's three runs. Where the bookings already exceed
+   * the tree (the first instant of a loaded cold start, see {@link #memoryCapacity}) the wait is still predicted.
+   * Once the engine reports, the rule is as before: a report says how full the cache is, and the largest tree then
+   * bounds the size the wait assumes until the cache is known full (leaving the wait out after the first report
+   * too, until the cache is known full, let requests pile onto workers whose trees grew with them: max/mean load
+   * 1.39 for the Zipf scenario and 1.41 with a worker out and back, at seed 1).
+   */
+  static boolean treeHoldsItsBookingsBeforeAnyReport(Candidates c, int i, Model m, long booked) {
+    return !m.filled && c.engineLoad(i) == null && !(booked * m.footprint > memoryCapacity(m));
   }
 
   /**

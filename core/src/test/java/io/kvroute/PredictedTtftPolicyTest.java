@@ -309,12 +309,45 @@ class PredictedTtftPolicyTest {
     assertEquals(0, bookedBeyondTheTree(seed, 90), "A's bookings fit in its largest tree");
   }
 
+  /**
+   * The setting of {@link #beforeACacheIsKnownFullItsLargestTreeIsTheSizeTheMemoryWaitAssumes} with 120 blocks
+   * booked at A with this request's: 20 beyond A's largest tree of 100, but the 88 booked before this request
+   * (120 less its 32 new blocks: none of it is active at A) fit in that tree, so A has found room for everything it
+   * was sent. Before A's engine reports, that tree is no evidence of a limit: no memory wait, and A's 2.32 ms wins
+   * over B's 7.12. Once A has reported (2 running, nothing waiting, so its cache is still not known full), the tree
+   * bounds the size again: A waits a service time for memory and B wins. With 140 booked (108 before this request,
+   * beyond the tree) A waits even before a report.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void beforeTheFirstReportATreeHoldingItsBookingsShowsRoom(long seed) {
+    assertEquals(0, bookedBeyondTheTree(seed, 120), "no report yet; the bookings before this one fit the tree");
+    assertEquals(1, bookedBeyondTheTree(seed, 120, new EngineLoad(2, 0, 0.5, 0)), "A has reported");
+    assertEquals(1, bookedBeyondTheTree(seed, 140), "the bookings before this one exceed the tree");
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    m.maxCached = 100;
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 0, 0, 100, null);
+    assertTrue(PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 100), "100 booked in a tree of 100");
+    assertTrue(!PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 101), "101 booked");
+    m.footprint = 1.25;
+    assertTrue(!PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 81), "81 x 1.25 = 101.25 pinned");
+    m.footprint = 1;
+    m.filled = true;
+    assertTrue(!PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 50), "a cache known full");
+  }
+
   private static int bookedBeyondTheTree(long seed, long bookedA) {
+    return bookedBeyondTheTree(seed, bookedA, null);
+  }
+
+  private static int bookedBeyondTheTree(long seed, long bookedA, EngineLoad reportOfA) {
     RouterPolicy policy = RouterPolicy.predictedTtft();
     learnA2msStepAndAOneSecondService(policy, seed);
     Candidates c = new Candidates();
     c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
-    c.add(A, 30, 30, 100, null);
+    c.add(A, 30, 30, 100, reportOfA);
     c.add(B, 0, 0, 100, null);
     c.admit(new SplittableRandom(1), 0);
     c.setLoad(0, 0, 0, bookedA, 1);
@@ -527,6 +560,39 @@ class PredictedTtftPolicyTest {
   void theBoundOnRequestsServedMovesNoRequestForMoreThanTheSlackOfAServiceTime(long seed) {
     int n = 2 + (int) (seed % 5);
     assertEquals(1.0, servedByTheHolder(n, seed, 1_800), 0.0, n + " workers: the holder's share of the last 1,000");
+  }
+
+  /**
+   * Two workers, nothing learned but a service time of 2,000 (token-unit) nanoseconds, so a move for balance may cost
+   * up to 0.25 x 2,000 = 500. A holds 30 of the prompt's 32 blocks and has 3 active requests, B holds nothing, is
+   * idle and has room. The bound in active requests is ceil(1.25 x 1/2 x (3 + 0 + 1)) = 3, and A would have 4. With
+   * nothing queued at A and its 96 booked blocks within its tree of 600 (no memory wait), this request would not
+   * wait at A: A is not passed over, and its 32 tokens beat B's cold 512. With 100 tokens queued at A it would wait
+   * 100 there: A (132) is passed over for B (512), a move that costs 380, within the 500 allowed.
+   */
+  @Test
+  void theBoundInActiveRequestsPassesAHolderOverOnlyWhereTheRequestWouldWaitThere() {
+    assertEquals(0, overTheBoundAtTheHolder(0), "nothing waits at the holder");
+    assertEquals(1, overTheBoundAtTheHolder(100), "100 tokens queued at the holder");
+    assertTrue(PredictedTtftPolicy.holdsItWithoutAWait(30, 30, 0), "a holder, no wait");
+    assertTrue(!PredictedTtftPolicy.holdsItWithoutAWait(30, 30, 1), "a holder with a wait");
+    assertTrue(!PredictedTtftPolicy.holdsItWithoutAWait(20, 30, 0), "holds less than the longest match");
+    assertTrue(!PredictedTtftPolicy.holdsItWithoutAWait(0, 0, 0), "a prefix cached nowhere");
+  }
+
+  private static int overTheBoundAtTheHolder(long queuedAtA) {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    policy.select(candidates(0, 600)); // the workers' models exist from here on
+    policy.closed(A.id(), -2_000, 2_000);
+    policy.closed(B.id(), -2_000, 2_000);
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 30, 30, 600, null);
+    c.add(B, 0, 0, 600, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, queuedAtA, 96, 3);
+    c.setLoad(1, 0, 0, 32, 0);
+    return policy.select(c);
   }
 
   @Test
