@@ -19,7 +19,15 @@ final class Frame {
   static final byte BOOK_PREDICTED = 2;
   static final byte FIRST_TOKEN = 3;
   static final byte CLOSE = 4;
-  /** Set on a {@code BOOK} or {@code BOOK_PREDICTED} tag (version 2): the record ends with its policy's note. */
+  /**
+   * (Version 3.) An approximate-mode booking whose prediction the sender published whole lately: laid out as a
+   * {@code BOOK} (its load keys), booked as one; its prediction is not sent again (see {@link FrameCodec}).
+   */
+  static final byte RENEW = 5;
+  /**
+   * Set on a {@code BOOK}, {@code BOOK_PREDICTED} (version 2) or {@code RENEW} tag: the record ends with its policy's
+   * note.
+   */
   static final byte NOTE = 0x10;
 
   int kind;

@@ -43,6 +43,21 @@ final class FrameWriter {
   /** The same, with its policy's note ({@link DeltaRing#NO_NOTE} for none): see {@link FrameCodec}'s layout. */
   void book(long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount, byte note,
       int warmBlocks, long warmKey) {
+    keyed(Frame.BOOK, id, worker, prefillTokens, blocks, keys, keyCount, note, warmBlocks, warmKey);
+  }
+
+  /**
+   * An approximate-mode booking whose prediction this replica published whole on the same worker lately: its load
+   * keys only, as {@link #book} (a {@link Frame#RENEW} record), with its policy's note ({@link DeltaRing#NO_NOTE}
+   * for none).
+   */
+  void renew(long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount, byte note,
+      int warmBlocks, long warmKey) {
+    keyed(Frame.RENEW, id, worker, prefillTokens, blocks, keys, keyCount, note, warmBlocks, warmKey);
+  }
+
+  private void keyed(byte tag, long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount,
+      byte note, int warmBlocks, long warmKey) {
     checkRecord(id, prefillTokens, blocks);
     checkNote(note, warmBlocks, blocks);
     if (keyCount < 0 || keyCount > blocks) {
@@ -50,7 +65,7 @@ final class FrameWriter {
     }
     int w = workerIndex(worker);
     ensure(1 + 4 * FrameCodec.MAX_VARINT + 8 * keyCount + NOTE_BYTES);
-    body[bodySize++] = note == DeltaRing.NO_NOTE ? Frame.BOOK : (byte) (Frame.BOOK | Frame.NOTE);
+    body[bodySize++] = note == DeltaRing.NO_NOTE ? tag : (byte) (tag | Frame.NOTE);
     putId(id);
     putVarint(w);
     putVarint(prefillTokens);

@@ -199,7 +199,7 @@ final class PeerTable {
     for (int i = 0; i < f.recordCount; i++) {
       long id = f.ids[i];
       switch (f.tags[i]) {
-        case Frame.BOOK -> {
+        case Frame.BOOK, Frame.RENEW -> { // a renewal's prediction is held here already: only its load is new
           int blocks = f.blocks[i];
           int keys = f.keyCount[i];
           if (keys != RemoteLoad.loadKeyCount(blocks)) {
