@@ -20,8 +20,9 @@ final class Frame {
   static final byte FIRST_TOKEN = 3;
   static final byte CLOSE = 4;
   /**
-   * (Version 3.) An approximate-mode booking whose prediction the sender published whole lately: laid out as a
-   * {@code BOOK} (its load keys), booked as one; its prediction is not sent again (see {@link FrameCodec}).
+   * (Version 3.) An approximate-mode booking whose prompt begins with a prefix the sender published whole lately:
+   * that prefix's length and last hash, then only the hashes after it (see {@link FrameCodec} and
+   * {@link PromptDictionary}); the receiver rebuilds the whole prompt and applies it as a {@code BOOK_PREDICTED}.
    */
   static final byte RENEW = 5;
   /**
@@ -57,6 +58,9 @@ final class Frame {
   boolean[] newPrefix = new boolean[16];
   int[] warmBlocks = new int[16];
   long[] warmKey = new long[16];
+  // A RENEW's prefix: its length in blocks and the hash of its last block (its other hashes are in keys).
+  int[] refBlocks = new int[16];
+  long[] refHash = new long[16];
   long[] keys = new long[64];
   int keysUsed;
 
@@ -80,6 +84,8 @@ final class Frame {
       newPrefix = Arrays.copyOf(newPrefix, n);
       warmBlocks = Arrays.copyOf(warmBlocks, n);
       warmKey = Arrays.copyOf(warmKey, n);
+      refBlocks = Arrays.copyOf(refBlocks, n);
+      refHash = Arrays.copyOf(refHash, n);
     }
     return recordCount++;
   }

@@ -23,7 +23,8 @@ import java.nio.charset.StandardCharsets;
  * workers  = n | (name (string) | dataParallelRank)*n
  * record   = 1 BOOK           id | worker | prefillTokens | blocks | keyCount | key*keyCount
  *          | 2 BOOK_PREDICTED id | worker | prefillTokens | blocks | hash*blocks
- *          | 5 RENEW          id | worker | prefillTokens | blocks | keyCount | key*keyCount   (version 3)
+ *          | 5 RENEW          id | worker | prefillTokens | blocks | refBlocks | refHash (8 bytes)
+ *                             | hash*(blocks - refBlocks)                                (version 3)
  *          | 0x11 BOOK, 0x12 BOOK_PREDICTED, 0x15 RENEW with a note: the same, then note
  *          | 3 FIRST_TOKEN    id
  *          | 4 CLOSE          id
@@ -32,10 +33,11 @@ import java.nio.charset.StandardCharsets;
  * </pre>
  * A note is what the sender's policy learned from its choice (see {@code SharedLoad.booked} with a note): peers'
  * policies learn it too. Version 2 added notes; a version 1 frame (no notes) is still read.
- * Version 3 added {@code RENEW}: an approximate-mode booking of a prompt the sender published whole on the same
- * worker lately (see {@code NatsLoadSync.Builder.predictionRefresh}), which peers already predict there, so only its
- * load keys travel, as in a {@code BOOK} (19 keys instead of 148 hashes for a 2,371-token prompt); peers book it as
- * one. A version 2 frame is still read; a {@code RENEW} tag in a frame of version 1 or 2 is an unknown tag.
+ * Version 3 added {@code RENEW}: an approximate-mode booking whose prompt begins with a prefix (of {@code refBlocks}
+ * blocks, 1 to {@code blocks}, ending at the hash {@code refHash}) of a prompt the sender published lately (see
+ * {@link PromptDictionary}): only the hashes after the prefix travel (28 instead of 148 for the article's 2,371-token
+ * prompts sharing a 2,032-token prefix), and the receiver rebuilds the rest from its dictionary of that sender. A
+ * version 2 frame is still read; a {@code RENEW} tag in a frame of version 1 or 2 is an unknown tag.
  * The block size travels with every delta and snapshot frame because block hashes only agree between routers with
  * the same block size: a receiver drops frames of another block size.
  * A frame is rejected as a whole ({@link SyncFormatException}) if it is truncated, has trailing bytes, an unknown
@@ -221,6 +223,8 @@ final class FrameCodec {
         f.blocks[i] = 0;
         f.keyOffset[i] = 0;
         f.keyCount[i] = 0;
+        f.refBlocks[i] = 0;
+        f.refHash[i] = 0;
         if (tag == Frame.RENEW && version < 3) {
           throw new SyncFormatException("unknown record tag " + tag + " in record " + r + " of a version " + version
               + " frame (renewals came with version 3)");
@@ -237,8 +241,16 @@ final class FrameCodec {
             int blocks = count("blocks", MAX_BLOCKS);
             f.blocks[i] = blocks;
             int keys = blocks;
-            if (tag != Frame.BOOK_PREDICTED) {
+            if (tag == Frame.BOOK) {
               keys = count("key count", blocks);
+            } else if (tag == Frame.RENEW) {
+              int ref = count("prefix blocks", blocks);
+              if (ref == 0) {
+                throw new SyncFormatException("record " + r + " renews an empty prefix");
+              }
+              f.refBlocks[i] = ref;
+              f.refHash[i] = fixedLong("prefix hash");
+              keys = blocks - ref;
             }
             if ((long) keys * 8 > remaining()) {
               throw new SyncFormatException("record " + r + " declares " + keys + " hashes but only "

@@ -43,21 +43,6 @@ final class FrameWriter {
   /** The same, with its policy's note ({@link DeltaRing#NO_NOTE} for none): see {@link FrameCodec}'s layout. */
   void book(long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount, byte note,
       int warmBlocks, long warmKey) {
-    keyed(Frame.BOOK, id, worker, prefillTokens, blocks, keys, keyCount, note, warmBlocks, warmKey);
-  }
-
-  /**
-   * An approximate-mode booking whose prediction this replica published whole on the same worker lately: its load
-   * keys only, as {@link #book} (a {@link Frame#RENEW} record), with its policy's note ({@link DeltaRing#NO_NOTE}
-   * for none).
-   */
-  void renew(long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount, byte note,
-      int warmBlocks, long warmKey) {
-    keyed(Frame.RENEW, id, worker, prefillTokens, blocks, keys, keyCount, note, warmBlocks, warmKey);
-  }
-
-  private void keyed(byte tag, long id, WorkerId worker, long prefillTokens, int blocks, long[] keys, int keyCount,
-      byte note, int warmBlocks, long warmKey) {
     checkRecord(id, prefillTokens, blocks);
     checkNote(note, warmBlocks, blocks);
     if (keyCount < 0 || keyCount > blocks) {
@@ -65,7 +50,7 @@ final class FrameWriter {
     }
     int w = workerIndex(worker);
     ensure(1 + 4 * FrameCodec.MAX_VARINT + 8 * keyCount + NOTE_BYTES);
-    body[bodySize++] = note == DeltaRing.NO_NOTE ? tag : (byte) (tag | Frame.NOTE);
+    body[bodySize++] = note == DeltaRing.NO_NOTE ? Frame.BOOK : (byte) (Frame.BOOK | Frame.NOTE);
     putId(id);
     putVarint(w);
     putVarint(prefillTokens);
@@ -97,6 +82,35 @@ final class FrameWriter {
     putVarint(prefillTokens);
     putVarint(count);
     for (int i = 0; i < count; i++) {
+      putLong(hashes[i]);
+    }
+    putNote(note, warmBlocks, warmKey);
+    records++;
+  }
+
+  /**
+   * An approximate-mode booking of {@code count} hashes whose first {@code refBlocks} (1 to {@code count}) are a
+   * prefix every peer holds from this replica's earlier frames ({@link PromptDictionary}): a {@link Frame#RENEW}
+   * record with the prefix's length and last hash and the hashes after it, with its policy's note
+   * ({@link DeltaRing#NO_NOTE} for none).
+   */
+  void renew(long id, WorkerId worker, long prefillTokens, long[] hashes, int count, int refBlocks, byte note,
+      int warmBlocks, long warmKey) {
+    checkRecord(id, prefillTokens, count);
+    checkNote(note, warmBlocks, count);
+    if (refBlocks < 1 || refBlocks > count) {
+      throw new IllegalArgumentException("refBlocks must be in [1, count=" + count + "] but was " + refBlocks);
+    }
+    int w = workerIndex(worker);
+    ensure(1 + 4 * FrameCodec.MAX_VARINT + 8 + 8 * (count - refBlocks) + NOTE_BYTES);
+    body[bodySize++] = note == DeltaRing.NO_NOTE ? Frame.RENEW : (byte) (Frame.RENEW | Frame.NOTE);
+    putId(id);
+    putVarint(w);
+    putVarint(prefillTokens);
+    putVarint(count);
+    putVarint(refBlocks);
+    putLong(hashes[refBlocks - 1]);
+    for (int i = refBlocks; i < count; i++) {
       putLong(hashes[i]);
     }
     putNote(note, warmBlocks, warmKey);

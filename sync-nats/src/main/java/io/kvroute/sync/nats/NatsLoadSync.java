@@ -18,7 +18,6 @@ import io.nats.client.Options;
 import io.nats.client.api.KeyValueConfiguration;
 import io.nats.client.api.KeyValueEntry;
 import io.nats.client.api.StorageType;
-import it.unimi.dsi.fastutil.longs.Long2LongOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.io.IOException;
@@ -101,19 +100,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** Warm-up predictions are handed to the router at most this many hashes at a time. */
   private static final int WARMUP_CHUNK = 4096;
 
-  /**
-   * By default an approximate-mode booking's prediction is published whole at most this often per worker and
-   * prompt; a booking of the same prompt on the same worker in between is a renewal, sent with its load keys only
-   * (peers predict it from the whole one). Well under {@code RouterPolicy.approximate()}'s 120 s prediction time to
-   * live, so no peer's prediction lapses while the prompt keeps being routed there.
-   */
-  public static final Duration DEFAULT_PREDICTION_REFRESH = Duration.ofSeconds(10);
-  /**
-   * The publisher remembers this many (worker, prompt) predictions it published whole; beyond, it forgets them all
-   * and publishes each whole once more.
-   */
-  static final int MAX_RENEWABLE = 1 << 16;
-
   /** The default wait between reconnect attempts. */
   public static final Duration DEFAULT_RECONNECT_WAIT = Duration.ofMillis(250);
 
@@ -150,7 +136,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final long warmupMaxAgeNanos;
   private final int warmupMaxBytes;
   private final @Nullable Warmup warmup;
-  private final long refreshNanos;
 
   // The selecting threads' side: the ring they offer deltas to (one at a time, under the router's admission lock),
   // and their scratch for load keys.
@@ -183,8 +168,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final ArrayDeque<Open> freeOpens = new ArrayDeque<>();
   private final long[] drainScratch = new long[RING_HASHES];
   private long[] keyScratch = new long[64];
-  // Under publishLock: when each (worker, prompt) prediction was last published whole (see renews).
-  private final Long2LongOpenHashMap wholeSentAt = newWholeSentAt();
+  // Under publishLock: the approximate-mode prompts published lately, which peers' dictionaries mirror.
+  private final PromptDictionary published = new PromptDictionary();
   private @Nullable Connection drainConnection; // where the deltas being drained go; null: disconnected
   private final DeltaRing.Sink localSink = this::applyLocal;
   private long seq;
@@ -249,13 +234,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     this.warmupMaxAgeNanos = b.warmupMaxAge.toNanos();
     this.warmupMaxBytes = b.warmupMaxBytes;
     this.warmup = b.warmupBucket == null ? null : new Warmup(Warmup.blocksFor(b.warmupMaxBytes));
-    this.refreshNanos = b.predictionRefresh.toNanos();
-  }
-
-  private static Long2LongOpenHashMap newWholeSentAt() {
-    Long2LongOpenHashMap map = new Long2LongOpenHashMap(1024);
-    map.defaultReturnValue(Long.MIN_VALUE);
-    return map;
   }
 
   /**
@@ -480,32 +458,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     }
   }
 
-  /**
-   * Under publishLock: whether an approximate-mode booking of these {@code count} hashes on {@code worker} is a
-   * renewal, a prompt whose prediction there this replica published whole less than {@link
-   * Builder#predictionRefresh} ago (every peer then predicts it already, so only its load keys are sent); otherwise
-   * it is published whole, and remembered. Forgotten all at once beyond {@link #MAX_RENEWABLE} and whenever a
-   * snapshot is published: on a reconnect, or for a peer that asked (one that joined, restarted, or missed frames,
-   * and so may lack predictions), each is published whole again at its next booking.
-   */
-  private boolean renews(WorkerId worker, long[] hashes, int count) {
-    if (refreshNanos == 0 || count == 0) {
-      return false;
-    }
-    // The last block's sequence hash stands for the whole prompt (it chains every block before it).
-    long key = hashes[count - 1] ^ (worker.hashCode() * 0x9E3779B97F4A7C15L) ^ (count * 0xC2B2AE3D27D4EB4FL);
-    long now = System.nanoTime();
-    long sentAt = wholeSentAt.get(key);
-    if (sentAt != Long.MIN_VALUE && now - sentAt < refreshNanos) {
-      return true;
-    }
-    if (wholeSentAt.size() >= MAX_RENEWABLE) {
-      wholeSentAt.clear();
-    }
-    wholeSentAt.put(key, now);
-    return false;
-  }
-
   /** Under publishLock: one local delta. */
   private void applyLocal(byte kind, long id, @Nullable WorkerId worker, long prefill, int blocks, long[] hashes,
       int count, byte note, int warmBlocks, long warmKey) {
@@ -547,11 +499,14 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
           if (warmup != null) {
             warmup.record(worker, hashes, 0, count, System.nanoTime());
           }
-          if (renews(worker, hashes, count)) {
-            writer.renew(id, worker, prefill, blocks, keys, n, note, warmBlocks, warmKey);
+          // A prefix peers hold from earlier frames is sent by reference, the rest in full (see PromptDictionary).
+          int ref = published.longestPrefix(hashes, count);
+          if (ref > 0) {
+            writer.renew(id, worker, prefill, hashes, count, ref, note, warmBlocks, warmKey);
           } else {
             writer.bookPredicted(id, worker, prefill, hashes, count, note, warmBlocks, warmKey);
           }
+          published.register(hashes, count);
         } else {
           writer.book(id, worker, prefill, blocks, keys, n, note, warmBlocks, warmKey);
         }
@@ -720,12 +675,14 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       synchronized (this) {
         snapshotDue = false;
       }
-      wholeSentAt.clear(); // a peer that asked may lack predictions: each is published whole again (see renews)
       // Deltas offered so far go first: the snapshot supersedes their bookings, but not the predictions they carry.
       drainLocal(c);
       if (writer.records() > 0) {
         publish(c, writer.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
       }
+      // Receivers clear this replica's dictionary at the snapshot's first part, which follows at once: a peer that
+      // asked may lack prefixes, and from here on both sides hold the same again.
+      published.clear();
       long snapshotId = seq + 1;
       int part = 0;
       FrameWriter w = snapshotWriter;
@@ -1163,7 +1120,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     private Duration warmupInterval = DEFAULT_WARMUP_INTERVAL;
     private Duration warmupMaxAge = DEFAULT_WARMUP_MAX_AGE;
     private int warmupMaxBytes = DEFAULT_WARMUP_MAX_BYTES;
-    private Duration predictionRefresh = DEFAULT_PREDICTION_REFRESH;
 
     private Builder() {}
 
@@ -1285,22 +1241,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      */
     public Builder snapshotInterval(Duration interval) {
       this.snapshotInterval = Checks.notNegative("snapshotInterval", interval);
-      return this;
-    }
-
-    /**
-     * How often an approximate-mode prediction is published whole, per worker and prompt (default 10 s): a booking
-     * of a prompt this replica published whole on the same worker less than this ago is sent as a renewal, with its
-     * load keys only (19 instead of 148 hashes for a 2,371-token prompt), since every peer predicts it already.
-     * Keep it shorter than the routers' prediction time to live ({@code RouterPolicy.approximate}'s, 120 s by
-     * default): a peer's prediction lives from the last whole publication. Zero publishes every one whole.
-     *
-     * @param interval the refresh interval, from zero to one hour
-     * @return this builder
-     * @throws IllegalArgumentException if negative or above one hour
-     */
-    public Builder predictionRefresh(Duration interval) {
-      this.predictionRefresh = Checks.inRange("predictionRefresh", interval, Duration.ZERO, Duration.ofHours(1));
       return this;
     }
 

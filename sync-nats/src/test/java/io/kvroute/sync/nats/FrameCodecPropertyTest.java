@@ -29,7 +29,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 class FrameCodecPropertyTest {
   /** One generated record: the model the decoded frame must match. */
   record Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys, byte note, int warm,
-      long warmKey) {
+      long warmKey, int ref) {
+    Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys, byte note, int warm,
+        long warmKey) {
+      this(tag, id, worker, prefill, blocks, keys, note, warm, warmKey, 0);
+    }
+
     Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys) {
       this(tag, id, worker, prefill, blocks, keys, DeltaRing.NO_NOTE, 0, 0);
     }
@@ -40,7 +45,7 @@ class FrameCodecPropertyTest {
     switch (r.tag) {
       case Frame.BOOK -> writer.book(r.id, r.worker, r.prefill, r.blocks, r.keys, r.keys.length, r.note, r.warm,
           r.warmKey);
-      case Frame.RENEW -> writer.renew(r.id, r.worker, r.prefill, r.blocks, r.keys, r.keys.length, r.note, r.warm,
+      case Frame.RENEW -> writer.renew(r.id, r.worker, r.prefill, r.keys, r.keys.length, r.ref, r.note, r.warm,
           r.warmKey);
       case Frame.BOOK_PREDICTED -> writer.bookPredicted(r.id, r.worker, r.prefill, r.keys, r.keys.length, r.note,
           r.warm, r.warmKey);
@@ -102,8 +107,12 @@ class FrameCodecPropertyTest {
           assertEquals(r.worker, frame.worker(i), at);
           assertEquals(r.prefill, frame.prefill[i], at);
           assertEquals(r.blocks, frame.blocks[i], at);
-          assertArrayEquals(r.keys, Arrays.copyOfRange(frame.keys, frame.keyOffset[i],
+          // A renewal carries its prefix's length and last hash, then the hashes after it.
+          long[] sent = r.tag == Frame.RENEW ? Arrays.copyOfRange(r.keys, r.ref, r.keys.length) : r.keys;
+          assertArrayEquals(sent, Arrays.copyOfRange(frame.keys, frame.keyOffset[i],
               frame.keyOffset[i] + frame.keyCount[i]), at);
+          assertEquals(r.tag == Frame.RENEW ? r.ref : 0, frame.refBlocks[i], at + " prefix blocks");
+          assertEquals(r.tag == Frame.RENEW ? r.keys[r.ref - 1] : 0, frame.refHash[i], at + " prefix hash");
           assertEquals(r.note != DeltaRing.NO_NOTE, frame.noted[i], at + " noted");
           assertEquals(r.note == DeltaRing.NOTED_NEW_PREFIX, frame.newPrefix[i], at + " new prefix");
           int warm = r.note == DeltaRing.NO_NOTE ? 0 : r.warm; // without a note nothing of it is sent
@@ -159,6 +168,8 @@ class FrameCodecPropertyTest {
           if (books(frame.tags[i])) {
             assertTrue(frame.workerIndex[i] >= 0 && frame.workerIndex[i] < frame.workers.length);
             assertTrue(frame.keyCount[i] <= frame.blocks[i]);
+            assertTrue(frame.tags[i] != Frame.RENEW
+                || frame.refBlocks[i] >= 1 && frame.refBlocks[i] + frame.keyCount[i] == frame.blocks[i]);
           }
         }
       } catch (SyncFormatException expected) {
@@ -198,24 +209,35 @@ class FrameCodecPropertyTest {
     writer.bookPredicted(11, w, 4, new long[] {8}, 1, DeltaRing.NOTED, 0, 99);
     assertArrayEquals(noted.toArray(), writer.finish(Frame.DELTAS, "a", 9, 1, 16, 0, 0, false));
 
-    // A RENEW (tag 5) is laid out as a BOOK: id 20, w, 37 prefill tokens, 9 blocks, 2 keys; a noted one (0x15)
-    // ends with the note as a noted BOOK does.
+    // A RENEW (tag 5) of 4 hashes {1, 2, 3, 4} whose first 2 are a prefix peers hold: id 20, w, 37 prefill
+    // tokens, 4 blocks, prefix 2 blocks ending at hash 2, then hashes 3 and 4; a noted one (0x15) of the same whole
+    // (prefix 4 blocks, nothing after it) ends with the note as a noted BOOK does.
     Bytes renew = new Bytes().raw('k', 'l', 3, 0).str("a").fixed(9).raw(2).raw(16).raw(1).str("w").raw(2).raw(20)
         .raw(2)
-        .raw(5, 0, 0, 37, 9, 2).fixed(7).fixed(-1)
-        .raw(0x15, 2, 0, 37, 9, 2).fixed(7).fixed(-1).raw(0, 1).fixed(6);
-    writer.renew(20, w, 37, 9, new long[] {7, -1}, 2, DeltaRing.NO_NOTE, 0, 0);
-    writer.renew(21, w, 37, 9, new long[] {7, -1}, 2, DeltaRing.NOTED, 1, 6);
+        .raw(5, 0, 0, 37, 4, 2).fixed(2).fixed(3).fixed(4)
+        .raw(0x15, 2, 0, 37, 4, 4).fixed(4).raw(0, 1).fixed(6);
+    long[] four = {1, 2, 3, 4};
+    writer.renew(20, w, 37, four, 4, 2, DeltaRing.NO_NOTE, 0, 0);
+    writer.renew(21, w, 37, four, 4, 4, DeltaRing.NOTED, 1, 6);
     byte[] renewals = writer.finish(Frame.DELTAS, "a", 9, 2, 16, 0, 0, false);
     assertArrayEquals(renew.toArray(), renewals);
     Frame renewed = new Frame();
     FrameCodec.decode(renewals, renewed);
     assertEquals(Frame.RENEW, renewed.tags[0]);
     assertFalse(renewed.noted[0]);
+    assertEquals(2, renewed.refBlocks[0]);
+    assertEquals(2, renewed.refHash[0]);
+    assertEquals(2, renewed.keyCount[0]);
     assertEquals(Frame.RENEW, renewed.tags[1]);
     assertTrue(renewed.noted[1]);
+    assertEquals(4, renewed.refBlocks[1]);
+    assertEquals(0, renewed.keyCount[1]);
     assertEquals(1, renewed.warmBlocks[1]);
     assertEquals(6, renewed.warmKey[1]);
+    // A prefix longer than the booking, or empty, is refused.
+    assertThrows(IllegalArgumentException.class, () -> writer.renew(22, w, 0, four, 4, 5, DeltaRing.NO_NOTE, 0, 0));
+    assertThrows(IllegalArgumentException.class, () -> writer.renew(22, w, 0, four, 4, 0, DeltaRing.NO_NOTE, 0, 0));
+    writer.reset();
 
     // A version 2 frame (notes, no renewals) is still read.
     Bytes v2 = new Bytes().raw('k', 'l', 2, 0).str("a").fixed(9).raw(1).raw(16).raw(1).str("w").raw(2).raw(10)
@@ -269,8 +291,13 @@ class FrameCodecPropertyTest {
     // A renewal in a version 1 or 2 frame: an unknown tag there, with a message saying when renewals came.
     for (int version = 1; version <= 2; version++) {
       assertFault(new Bytes().raw('k', 'l', version, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0)
-          .raw(0).raw(1).raw(5, 0, 0, 0, 0, 0), "renewals came with version 3", f);
+          .raw(0).raw(1).raw(5, 0, 0, 0, 1, 1).fixed(1), "renewals came with version 3", f);
     }
+    // A renewal of an empty prefix, and one whose prefix is longer than the booking.
+    assertFault(new Bytes().raw('k', 'l', 3, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
+        .raw(5, 0, 0, 0, 1, 0).fixed(1), "empty prefix", f);
+    assertFault(new Bytes().raw('k', 'l', 3, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
+        .raw(5, 0, 0, 0, 1, 2).fixed(1), "prefix blocks", f);
     // A note's flag other than 0 or 1, and more warm blocks than the booking has.
     assertFault(new Bytes().raw('k', 'l', 2, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
         .raw(0x11, 0, 0, 0, 0, 0).raw(2, 0), "new-prefix flag", f);
@@ -329,10 +356,15 @@ class FrameCodecPropertyTest {
     for (int i = 0; i < n; i++) {
       int kind = random.nextInt(5);
       WorkerId w = workers.get(random.nextInt(workers.size()));
-      if (kind == 0 || kind == 4) {
+      if (kind == 4) {
+        int blocks = random.nextInt(1, 200);
+        records.add(new Rec(Frame.RENEW, nextId++, w, random.nextLong(0, 100_000), blocks,
+            random.longs(blocks).toArray(), randomNote(random), random.nextInt(blocks + 1), random.nextLong(),
+            1 + random.nextInt(blocks)));
+      } else if (kind == 0) {
         int blocks = random.nextInt(0, 300);
         long[] keys = random.longs(random.nextInt(0, blocks + 1)).toArray();
-        records.add(new Rec(kind == 0 ? Frame.BOOK : Frame.RENEW, nextId++, w, random.nextLong(0, 1L << 40), blocks, keys,
+        records.add(new Rec(Frame.BOOK, nextId++, w, random.nextLong(0, 1L << 40), blocks, keys,
             randomNote(random), random.nextInt(blocks + 1), random.nextLong()));
       } else if (kind == 1) {
         int blocks = random.nextInt(0, 200);

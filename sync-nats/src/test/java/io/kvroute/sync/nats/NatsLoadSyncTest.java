@@ -234,13 +234,14 @@ class NatsLoadSyncTest {
   }
 
   /**
-   * A prompt booked again on the worker where this replica published its prediction whole is sent as a renewal:
-   * its load keys only (every 8th block's hash and the last, 8 of the 64), which the peer books exactly, its
-   * prediction still held from the whole one. After a snapshot is asked for (a peer that joined or missed frames may
-   * lack predictions) the next booking is whole again. The frames are read off the subject by a plain NATS client.
+   * A prompt that begins with a prefix this replica published before is sent as a renewal: the prefix by reference
+   * (64 blocks, the last of them a key: a multiple of 8), then only its own 8-block tail; the peer rebuilds it whole,
+   * predicts all 72 blocks where it was routed and books them. A prompt repeated whole is all reference. After a
+   * snapshot (asked for by a peer that joined or missed frames, which may lack prefixes) the next one is whole
+   * again. The frames are read off the subject by a plain NATS client.
    */
   @Test
-  void aRepeatedApproximateBookingIsSentAsARenewalThatPeersBookExactly() throws Exception {
+  void aBookingSharingAPublishedPrefixIsSentAsARenewalThatPeersRebuildWhole() throws Exception {
     RouterPolicy approximate = RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofMinutes(2), 1 << 16);
     Replica a = replica("a", approximate, NATS.server().url());
     Replica b = replica("b", approximate, NATS.server().url());
@@ -253,44 +254,44 @@ class NatsLoadSyncTest {
         if (f.replica.equals("a") && f.kind == Frame.DELTAS) {
           for (int i = 0; i < f.recordCount; i++) {
             if (FrameCodecPropertyTest.books(f.tags[i])) {
-              fromA.add(f.tags[i] + "/" + f.keyCount[i]);
+              fromA.add(f.tags[i] + "/" + f.refBlocks[i] + "/" + f.keyCount[i]);
             }
           }
         }
       }).subscribe(subject);
       raw.flush(Duration.ofSeconds(5));
-      int[] shared = prompt(42, 16 * 64);
-      int keys = io.kvroute.RemoteLoad.loadKeyCount(64);
-      assertEquals(8, keys, "blocks 8, 16, ..., 64");
-      Routing first = a.book(shared);
+      int[] prefix = prompt(42, 16 * 64);
+      int[] first = io.kvroute.testkit.Fixtures.concat(prefix, prompt(1, 16 * 8));
+      int[] second = io.kvroute.testkit.Fixtures.concat(prefix, prompt(2, 16 * 8));
+      a.book(first).close();
       a.sync.flush();
-      await(5, "the whole prediction", () -> fromA.equals(List.of(Frame.BOOK_PREDICTED + "/64")));
-      await(5, "b books it", () -> b.seenOn(first.workerId()) == 1);
-      first.close();
-      a.open.clear();
-      await(5, "b releases it", () -> b.seenTotal() == 0);
-      Routing second = a.book(shared);
-      assertEquals(first.workerId(), second.workerId(), "a routes the prompt where it predicted it");
+      await(5, "the whole prediction", () -> fromA.equals(List.of(Frame.BOOK_PREDICTED + "/0/72")));
+      Routing renewed = a.book(second);
       a.sync.flush();
       await(5, "the renewal", () -> fromA.size() == 2);
-      assertEquals(Frame.RENEW + "/" + keys, fromA.get(1));
-      await(5, "b books the renewal", () -> b.seenOn(first.workerId()) == 1);
-      io.kvroute.RouteRequest explain = io.kvroute.RouteRequest.newBuilder(shared).explain(true).build();
+      assertEquals(Frame.RENEW + "/64/8", fromA.get(1), "the shared 64 blocks by reference, the 8 new ones");
+      await(5, "b books the renewal", () -> b.seenOn(renewed.workerId()) == 1);
+      io.kvroute.RouteRequest explain = io.kvroute.RouteRequest.newBuilder(second).explain(true).build();
       try (Routing probe = b.router.select(explain)) {
-        assertEquals(64, probe.matchedBlocks(), "b still predicts a's prompt whole");
-        assertEquals(first.workerId(), probe.workerId());
+        assertEquals(72, probe.matchedBlocks(), "b predicts a's second prompt whole, its new tail included");
+        assertEquals(renewed.workerId(), probe.workerId());
         io.kvroute.CandidateScore there = probe.explanation().stream()
-            .filter(c -> c.worker().equals(first.workerId())).findFirst().orElseThrow();
-        assertEquals(64, there.decodeBlocks(), "the renewal's 64 blocks, counted once with the probe's own");
+            .filter(c -> c.worker().equals(renewed.workerId())).findFirst().orElseThrow();
+        assertEquals(72, there.decodeBlocks(), "the renewal's 72 blocks, counted once with the probe's own");
       }
+      a.book(second);
+      a.sync.flush();
+      await(5, "a repeat", () -> fromA.size() == 3);
+      assertEquals(Frame.RENEW + "/72/0", fromA.get(2), "a prompt repeated whole is all reference");
       long snapshots = a.sync.stats().snapshotsSent();
       raw.publish(subject, FrameCodec.control(Frame.SNAPSHOT_REQUEST, "probe", 1, 1, ""));
       raw.flush(Duration.ofSeconds(5));
       await(5, "a publishes a snapshot", () -> a.sync.stats().snapshotsSent() > snapshots);
-      a.book(shared);
+      a.book(second);
       a.sync.flush();
-      await(5, "whole again after the snapshot", () -> fromA.size() == 3);
-      assertEquals(Frame.BOOK_PREDICTED + "/64", fromA.get(2));
+      await(5, "whole again after the snapshot", () -> fromA.size() == 4);
+      assertEquals(Frame.BOOK_PREDICTED + "/0/72", fromA.get(3));
+      await(5, "b books all of a's open bookings", () -> b.remoteOpen() == a.open.size() - 1);
     }
   }
 
@@ -556,10 +557,6 @@ class NatsLoadSyncTest {
     assertThrows(IllegalArgumentException.class, () -> b.heartbeatInterval(Duration.ZERO));
     assertThrows(IllegalArgumentException.class, () -> b.batchDelay(Duration.ofMillis(-1)));
     assertThrows(IllegalArgumentException.class, () -> b.maxFrameBytes(100));
-    IllegalArgumentException refresh = assertThrows(IllegalArgumentException.class,
-        () -> b.predictionRefresh(Duration.ofMillis(-1)));
-    assertTrue(refresh.getMessage().contains("predictionRefresh"), refresh.getMessage());
-    assertThrows(IllegalArgumentException.class, () -> b.predictionRefresh(Duration.ofHours(2)));
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> NatsLoadSync.newBuilder()
         .servers("nats://127.0.0.1:1").heartbeatInterval(Duration.ofSeconds(5)).replicaTtl(Duration.ofSeconds(5))
         .build());
