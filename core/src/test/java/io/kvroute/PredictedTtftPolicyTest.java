@@ -466,31 +466,25 @@ class PredictedTtftPolicyTest {
     assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 4, 5), 1e-5);
   }
   /**
-   * A worker whose tree (585 blocks) has never been seen to shrink. This request needs 32 blocks. The pinned blocks
-   * are cached, so the capacity is at most 585 / usage, and the free blocks at most (1 - usage) x 585 / usage. An
-   * engine report of 1 waiting request at 96% KV usage bounds them by 24.4, fewer than the 32 this prompt needs: the
-   * engine is waiting for memory and the cache is full. At 90% (up to 65 free) it might take this prompt; with no
-   * request waiting, or no report, nothing says the cache is full; and a 100-block tree at 30% usage (up to 233
-   * free) is a cache still filling.
+   * A worker whose tree (585 blocks) has never been seen to shrink; the prompts routed lately are 32 blocks on
+   * average. The pinned blocks are cached, so the capacity is at most 585 / usage, and the free blocks at most
+   * (1 - usage) x 585 / usage. An engine report of 1 waiting request at 96% KV usage bounds them by 24.4, fewer
+   * than the 32 a prompt needs: the engine is waiting for memory and the cache is full. At 90% (up to 65 free) it
+   * might take a prompt; with no request waiting nothing says the cache is full; and a 100-block tree at 30% usage
+   * (up to 233 free) is a cache still filling.
    */
   @Test
   void anEngineWaitingWithLessFreeMemoryThanAPromptMeansItsCacheIsFull() {
     assertEquals(true, fullAfterReport(585, new EngineLoad(4, 1, 0.96, 0)));
     assertEquals(false, fullAfterReport(585, new EngineLoad(4, 1, 0.90, 0)), "up to 65 blocks free");
     assertEquals(false, fullAfterReport(585, new EngineLoad(4, 0, 1.0, 0)), "nothing waits");
-    assertEquals(false, fullAfterReport(585, null));
     assertEquals(false, fullAfterReport(100, new EngineLoad(1, 1, 0.3, 0)), "a small tree, a cache filling");
   }
 
   private static boolean fullAfterReport(long tree, EngineLoad load) {
-    Candidates c = new Candidates();
-    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
-    c.add(A, 0, 0, 585, load);
-    c.admit(new SplittableRandom(1), 0);
-    c.setLoad(0, 0, 0, 32, 4);
     PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
     m.maxCached = tree;
-    PredictedTtftPolicy.learnFullFromReport(c, 0, m);
+    PredictedTtftPolicy.learnFullFromReport(load, m, 32);
     return m.filled;
   }
 
@@ -665,22 +659,45 @@ class PredictedTtftPolicyTest {
   }
 
   /**
-   * The footprint compares an engine report with what was booked when the report was made: the bookings the last
-   * selection left, if that selection came before the report and the engine had nothing waiting (a waiting request
-   * is booked but holds no blocks). 500 blocks booked at 10 ns: a report made at 20 ns with nothing waiting is
-   * compared with 500; one made at 5 ns (before those bookings), one with a request waiting, and any report before
-   * a first selection are not used.
+   * The footprint compares an engine report with the blocks booked when it arrives. A full 585-block cache at 90%
+   * usage pins 526.5 blocks; against 500 booked that is 1.053 blocks pinned per block booked, and the footprint
+   * moves from 1 towards it by 8 / learningWindow of the difference. A report with a request waiting (booked, but
+   * holding no blocks yet), one with no more booked than a mean prompt (32 blocks) and one before the cache is
+   * known full teach nothing; a ratio under 1 is taken as 1. A replica that has not yet seen a request close there
+   * learns the same (every replica learns the same from one report).
    */
   @Test
-  void theFootprintComparesAReportWithTheBookingsAtItsInstant() {
+  void theFootprintComparesAReportWithTheBookingsAtItsArrival() {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    int window = PredictedTtftConfig.DEFAULT.learningWindow();
+    PredictedTtftPolicy.Model m = fullModel();
+    policy.learnFootprint(new EngineLoad(4, 0, 0.9, 20), m, 500, 32);
+    assertEquals(1 + (0.9 * 585 / 500 - 1) * 8 / window, m.footprint, 1e-12);
+    PredictedTtftPolicy.Model waiting = fullModel();
+    policy.learnFootprint(new EngineLoad(3, 1, 0.9, 20), waiting, 500, 32);
+    assertEquals(1.0, waiting.footprint, 0.0, "a request waiting");
+    PredictedTtftPolicy.Model small = fullModel();
+    policy.learnFootprint(new EngineLoad(1, 0, 0.1, 20), small, 32, 32);
+    assertEquals(1.0, small.footprint, 0.0, "no more booked than a mean prompt");
+    PredictedTtftPolicy.Model notFull = fullModel();
+    notFull.filled = false;
+    policy.learnFootprint(new EngineLoad(4, 0, 0.9, 20), notFull, 500, 32);
+    assertEquals(1.0, notFull.footprint, 0.0, "cache not known full");
+    PredictedTtftPolicy.Model noService = fullModel();
+    noService.serviceNanos = Double.NaN;
+    policy.learnFootprint(new EngineLoad(4, 0, 0.9, 20), noService, 500, 32);
+    assertEquals(m.footprint, noService.footprint, 0.0, "learned whether or not this replica saw a close there");
+    PredictedTtftPolicy.Model under = fullModel();
+    policy.learnFootprint(new EngineLoad(4, 0, 0.5, 20), under, 500, 32);
+    assertEquals(1.0, under.footprint, 0.0, "585 x 0.5 / 500 < 1 counts as 1");
+  }
+
+  private static PredictedTtftPolicy.Model fullModel() {
     PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
-    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)), "nothing booked yet");
-    m.booked = 500;
-    m.bookedAt = 10;
-    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)));
-    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 10)), "same instant");
-    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 5)), "report older");
-    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(3, 1, 0.9, 20)), "one waiting");
+    m.filled = true;
+    m.maxCached = 585;
+    m.serviceNanos = 1e9;
+    return m;
   }
 
   /**
