@@ -265,8 +265,8 @@ final class Policies {
 
     /** A peer replica's placement of a new prefix counts as this router's own (see {@link PeerLearning}). */
     @Override
-    public synchronized void peerBooked(WorkerId worker, int warmBlocks, long warmKey, boolean newPrefix,
-        long nowNanos) {
+    public synchronized void peerBooked(WorkerId worker, int blocks, int warmBlocks, long warmKey,
+        boolean newPrefix, long nowNanos) {
       if (newPrefix) {
         recordPlacement(worker);
       }
@@ -274,6 +274,13 @@ final class Policies {
 
     @Override
     public void peerStepEnded(WorkerId worker, long nowNanos) {}
+
+    @Override
+    public void peerFirstToken(WorkerId worker, long queuedPrefillTokens, int activeRequests, long prefillTokens,
+        long elapsedNanos) {}
+
+    @Override
+    public void peerClosed(WorkerId worker, long elapsedNanos, long nowNanos) {}
 
     /**
      * Whether candidate {@code i} is overloaded: its engine recently reported waiting requests, its cache could not

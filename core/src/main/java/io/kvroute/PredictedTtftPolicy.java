@@ -30,7 +30,7 @@ import java.util.Objects;
  *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
  *       blocks are the router's bookings
  *       times a footprint learned from the engine's reported KV usage against the bookings at the report's instant
- *       (outputs and partial blocks are not booked; see {@link #bookingsAtTheReport}).
+ *       (outputs and partial blocks are not booked; learned when the report arrives, see {@link #loadReported}).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
  *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
@@ -66,7 +66,7 @@ import java.util.Objects;
  * that took the fewest new prefixes lately, then by rendezvous hash of the prefix, so that copies and new prefixes
  * land consistently rather than wherever is least busy.
  */
-final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLearning {
+final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLearning, ReportLearning {
   private static final double PLACEMENT_DECAY = 0.98;
   static final int MAX_PREFIXES = 4096;
   /** Pseudo-observations of the fleet's fit a worker's own fit is blended with. */
@@ -115,10 +115,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double d = Double.NaN;
     double serviceNanos = Double.NaN;
     double footprint = 1; // engine-reported pinned blocks over the router's booked blocks
-    long lastLoadAt = Long.MIN_VALUE;
-    /** The blocks booked here after the last selection, and when: see {@link #bookingsAtTheReport}. */
-    long booked;
-    long bookedAt = Long.MIN_VALUE;
     long maxCached;
     boolean filled;
     long lastSeen;
@@ -251,13 +247,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     for (int i = 0; i < n; i++) {
       Model m = model(c.worker(i).id(), sweep);
       byCandidate[i] = m;
-      long cached = c.cachedBlocks(i);
-      if (cached < m.maxCached) {
-        m.filled = true; // the tree shrank: the engine evicted, so its largest tree is its capacity
-      }
-      m.maxCached = Math.max(m.maxCached, cached);
-      learnFullFromReport(c, i, m);
-      learnFootprint(c, i, m);
+      learnTree(m, c.cachedBlocks(i));
       minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
     }
     double tolerance = Double.isFinite(minIntercept) ? minIntercept : 0;
@@ -303,7 +293,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     for (int i = 0; i < n; i++) {
       Model m = byCandidate[i];
       double share = (1 / m.blend(m.b, fleetSlope)) / totalSpeed;
-      overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive);
+      overs[i] = c.activeRequests(i) + 1 > Math.ceil((1 + config.loadSlack()) * share * totalActive)
+          && !holdsItWithoutAWait(hit(c, i, maxHitBlocks), bestHit, ttfts[i] - owns[i]);
       if (!overs[i] && fulls[i] == 0 && stales[i] == 0) {
         roomCost = Math.min(roomCost, costs[i]);
       }
@@ -357,7 +348,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       }
     }
     learnRoutedShares(n, choice);
-    noteBookings(c, n, choice);
+    learnPromptBlocks(c.requestBlocks());
     int shared = (int) Math.max(bestHit, hit(c, choice, maxHitBlocks));
     if (shared > 0) {
       Model chosen = byCandidate[choice];
@@ -376,13 +367,28 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     return choice;
   }
 
-  /** Records what each candidate has booked once this selection's request is booked (see bookingsAtTheReport). */
-  private void noteBookings(Candidates c, int n, int choice) {
-    for (int i = 0; i < n; i++) {
-      Model m = byCandidate[i];
-      m.booked = i == choice ? c.decodeBlocks(i) : c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
-      m.bookedAt = c.nowNanos();
-    }
+  /**
+   * Whether a candidate holding {@code hit} blocks of the prompt is a holder of its longest cached prefix
+   * ({@code bestHit}) at which this request would not wait ({@code wait}, its predicted TTFT less its own prefill:
+   * no prompt queued before it, no memory wait). The bound in active requests does not pass such a holder over.
+   *
+   * <p>Passing a holder over for balance makes a copy: this request recomputes the prefix cold (a whole prefill,
+   * about 56 ms more than a hit on the article's grid), and the copy takes a second cache's room for the rest of the
+   * run. What it buys, where the holder makes nobody wait, is only the holder's count of active requests, one above
+   * the bound until its next finish: an engine serves a request at its next step whatever the count, and one more
+   * decoding sequence lengthens each step by about a sixth. That excess is mostly chance: at 8 clients on 6 workers
+   * the bound is 2 active requests, and with 7 kinds drawn uniformly one kind has 3 or more active requests about
+   * a tenth of the time, so the bound fired all through a run and every kind ended with about 3 holders, one copy
+   * (one cold request) for every 16 requests of a 240-request run (the README's main job: 90.4 / 89.6 / 74.2% hits
+   * at 7 / 12 / 24 kinds, against about 98% in the suite's 1,000-request runs, which made as many copies in all).
+   * An imbalance that lasts is the bound over the requests served ({@link #pastItsShare}) to catch, and one that
+   * queues still passes the holder over here: a holder with prompts queued before this one, or predicted to wait
+   * for memory, makes this request wait, which a copy elsewhere saves (bursts, a hot Zipf prefix). A worker that
+   * does not hold the prefix is still bounded: placing a new prefix or a copy there costs the same cold prefill on
+   * any worker, so balance is free.
+   */
+  static boolean holdsItWithoutAWait(double hit, double bestHit, double wait) {
+    return bestHit > 0 && hit == bestHit && !(wait > 0);
   }
 
   private double[] costs = new double[8];
@@ -405,6 +411,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   // This selection's model of each candidate, by candidate index (one map lookup per candidate per selection).
   private Model[] byCandidate = new Model[8];
   private long selections;
+  private double meanPromptBlocks = Double.NaN; // see learnPromptBlocks
 
   private double cost(Candidates c, int i, Model m, double slope, double intercept, int maxHitBlocks,
       double bestHit) {
@@ -423,8 +430,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       // (see memoryCapacity).
       double pinned = c.decodeBlocks(i) * m.footprint;
       double over = pinned - memoryCapacity(m);
-      if (over > 0 && active > 0) {
-        long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+      long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+      if (over > 0 && active > 0 && !treeHoldsItsBookingsBeforeAnyReport(c, i, m, booked)) {
         double finishes = atLeastOneFinish(finishing(c, i, active, (m.footprint - 1) * booked, over));
         ttft += finishes * m.serviceNanos / active;
         excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
@@ -757,6 +764,27 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   }
 
   /**
+   * Whether the memory wait is left out for candidate {@code i}: its cache is not known to be full, its engine has
+   * not reported its load yet, and its largest tree holds the {@code booked} blocks already booked there (times the
+   * footprint), so everything it was sent so far has found room.
+   *
+   * <p>Before the first report the largest tree is the only evidence of a cache's size, and while the tree holds
+   * every booking it is evidence of room, not of a limit: it is as large as what the worker was sent, because that
+   * is all it was sent. Taking it as the size anyway predicted a whole finish of memory wait for any request joining
+   * a worker with one request active: at 6 workers, c8, 7 kinds, at 0.77 s (the first completions, before the first
+   * report at 1 s), a holder with a 156-block tree and 148 blocks booked was predicted to wait 0.77 s for a 21-block
+   * tail and was passed over for a cold copy, in two of the main job's three runs. Where the bookings already exceed
+   * the tree (the first instant of a loaded cold start, see {@link #memoryCapacity}) the wait is still predicted.
+   * Once the engine reports, the rule is as before: a report says how full the cache is, and the largest tree then
+   * bounds the size the wait assumes until the cache is known full (leaving the wait out after the first report
+   * too, until the cache is known full, let requests pile onto workers whose trees grew with them: max/mean load
+   * 1.39 for the Zipf scenario and 1.41 with a worker out and back, at seed 1).
+   */
+  static boolean treeHoldsItsBookingsBeforeAnyReport(Candidates c, int i, Model m, long booked) {
+    return !m.filled && c.engineLoad(i) == null && !(booked * m.footprint > memoryCapacity(m));
+  }
+
+  /**
    * How many of candidate {@code i}'s {@code active} requests must finish, in no particular order, before
    * {@code over} blocks are free: the smallest {@code k} whose expected freed blocks reach it. A block held by
    * {@code h} requests is freed once all {@code h} are among the {@code k} finished, with probability
@@ -797,44 +825,81 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   }
 
   /**
+   * Learns from an engine's report when it arrives (see {@link ReportLearning}): whether its cache is full
+   * ({@link #learnFullFromReport}) and how many blocks it pins per block booked ({@link #learnFootprint}).
+   *
+   * <p>A report is a fact about the worker at one instant, so it is compared with what was booked at that instant,
+   * the router's own bookings and its peers' alike. Until this round each selection compared the latest report with
+   * its own request and with the bookings its replica's last selection had left: N gateway replicas read the same
+   * report at different moments, against different requests and bookings, and learned different footprints and
+   * "full" flags, so their memory models, and their choices, drifted apart (4 synced replicas at concurrency 24,
+   * 24 kinds, seeds 1-5: warm p99 323 ms against one router's 170; with both learnings disabled, four replicas
+   * reproduced one router). Learned here, every replica learns the same from the same report.
+   */
+  @Override
+  public synchronized void loadReported(WorkerId worker, EngineLoad load, long bookedBlocks, long cachedBlocks) {
+    Model m = models.get(worker);
+    if (m == null || Double.isNaN(meanPromptBlocks)) {
+      return; // not a candidate yet: no prompt to compare the report with
+    }
+    learnTree(m, cachedBlocks);
+    learnFullFromReport(load, m, meanPromptBlocks);
+    learnFootprint(load, m, bookedBlocks, meanPromptBlocks);
+  }
+
+  /**
+   * Learns the largest cached tree seen on the worker, at a selection or when a report arrives (the report is then
+   * compared with the tree at its instant): once the tree shrank, the engine evicted, so its largest tree is its
+   * capacity.
+   */
+  private static void learnTree(Model m, long cached) {
+    if (cached < m.maxCached) {
+      m.filled = true;
+    }
+    m.maxCached = Math.max(m.maxCached, cached);
+  }
+
+  /**
    * Learns that a worker's cache is full before the index has seen its tree shrink. The index sees a shrink only
    * between two selections, and at a cold start the first selections after the caches filled can already find them
    * full, so for the first seconds of a loaded cluster the memory wait was not modelled at all (6 workers, c24 and
    * c32: requests placed on workers pinning more blocks than they hold waited a whole service time, over a second).
-   * An engine that reports waiting requests while its free blocks could not hold this request's prompt is waiting
-   * for KV memory: every block is pinned or cached, so the largest tree seen is its capacity. The free blocks are
-   * {@code (1 - usage) x capacity}, and since the pinned blocks ({@code usage x capacity}) are cached blocks, the
-   * capacity is at most {@code tree / usage}: the test uses that bound, so a small tree early on (a cache mostly
-   * empty) is never taken for a full one.
+   * An engine that reports waiting requests while its free blocks could not hold a prompt of the mean size routed
+   * lately ({@code promptBlocks}) is waiting for KV memory: every block is pinned or cached, so the largest tree seen
+   * is its capacity. The free blocks are {@code (1 - usage) x capacity}, and since the pinned blocks
+   * ({@code usage x capacity}) are cached blocks, the capacity is at most {@code tree / usage}: the test uses that
+   * bound, so a small tree early on (a cache mostly empty) is never taken for a full one.
    */
-  static void learnFullFromReport(Candidates c, int i, Model m) {
-    EngineLoad load = c.engineLoad(i);
-    if (m.filled || load == null || load.waiting() == 0 || !(load.kvCacheUsage() > 0)) {
+  static void learnFullFromReport(EngineLoad load, Model m, double promptBlocks) {
+    if (m.filled || load.waiting() == 0 || !(load.kvCacheUsage() > 0)) {
       return;
     }
     double usage = load.kvCacheUsage();
-    if ((1 - usage) * m.maxCached / usage < c.requestBlocks()) {
+    if ((1 - usage) * m.maxCached / usage < promptBlocks) {
       m.filled = true;
     }
   }
 
   /**
    * Learns how many blocks the engine pins per block the router booked (output tokens and partial blocks, which the
-   * router does not book, make it above 1), from each new engine report, against the bookings
-   * {@linkplain #bookingsAtTheReport at the report's instant}. It is kept at 1 or more, although the booking digest
-   * counts a shared prefix's last stride of {@link LoadTracker#SAMPLE} blocks once per holder and can book more than
-   * the engine pins: letting it fall to 0.5 cost more than it gained (43 scenarios at seeds 1-3, misses 29 -> 30,
-   * p50 geometric mean 0.747 / 0.756 / 0.762 -> 0.767 / 0.756 / 0.770 of {@code kvAware}'s).
+   * router does not book, make it above 1), from an engine report against the blocks booked on the worker at the
+   * report's instant, {@code booked}. A report with requests waiting is not used: a waiting request is booked but
+   * holds no blocks yet, so the ratio would not be the footprint of what is booked; nor is one with less booked
+   * than a prompt of the mean size ({@code promptBlocks}), too little for a meaningful ratio. It is kept at 1 or
+   * more, although the booking digest counts a shared prefix's last stride of {@link LoadTracker#SAMPLE} blocks once
+   * per holder and can book more than the engine pins: letting it fall to 0.5 cost more than it gained (43
+   * scenarios at seeds 1-3, misses 29 -> 30, p50 geometric mean 0.747 / 0.756 / 0.762 -> 0.767 / 0.756 / 0.770 of
+   * {@code kvAware}'s).
+   *
+   * <p>Compared at the report's instant, a report counts the blocks of requests that closed just before a
+   * selection as the bookings no longer do (a closed-loop client sends its next request the moment the previous one
+   * completes); a comparison at the selection that read the report biased the footprint up (at 3 workers, c16,
+   * 7 kinds, seed 1, by 14 blocks at selection, enough to predict a whole finish of memory wait where the engine
+   * had room).
    */
-  private void learnFootprint(Candidates c, int i, Model m) {
-    EngineLoad load = c.engineLoad(i);
-    if (load == null || load.observedAtNanos() == m.lastLoadAt || !m.filled || Double.isNaN(m.serviceNanos)) {
+  void learnFootprint(EngineLoad load, Model m, long booked, double promptBlocks) {
+    if (!m.filled || load.waiting() > 0 || booked <= promptBlocks) {
       return;
-    }
-    m.lastLoadAt = load.observedAtNanos();
-    long booked = bookingsAtTheReport(m, load);
-    if (booked <= c.requestBlocks()) {
-      return; // unknown, or too little booked for a meaningful ratio
     }
     double observed = load.kvCacheUsage() * m.maxCached / booked;
     observed = Math.max(1, Math.min(4, observed));
@@ -842,24 +907,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   }
 
   /**
-   * The blocks the router had booked on a worker when its engine made {@code load}, or -1 if unknown: the bookings
-   * left by the last selection, if it came before the report and the engine had no request waiting (a waiting
-   * request is booked but holds no blocks yet, so the ratio would not be the footprint of what is booked).
-   *
-   * <p>Before, the report was compared with the bookings of the selection that read it, up to a report interval
-   * later, and that biased the footprint up: a closed-loop client sends its next request the moment the previous
-   * one completes, so most selections come right after a close, whose blocks the older report still counts and
-   * the bookings no longer do. At 3 workers, c16, 7 kinds, seed 1, the footprint so learned over-estimated the
-   * pinned blocks by 14 on average at selection (585 minus the engine's free blocks, against the bookings times
-   * the footprint; the bookings alone were 6 under), enough for requests joining their prefix's holder, which pin
-   * 22 new blocks, to be predicted a whole finish of memory wait (about 220-300 ms) where the engine had room for
-   * them and admitted them at its next step.
+   * Learns the mean prompt size, in blocks, of the requests routed lately (this router's and its peers', an
+   * exponential window of {@code learningWindow} selections): what a waiting request needs ({@link
+   * #learnFullFromReport}) when a report arrives, when there is no request at hand.
    */
-  static long bookingsAtTheReport(Model m, EngineLoad load) {
-    if (m.bookedAt == Long.MIN_VALUE || m.bookedAt > load.observedAtNanos() || load.waiting() > 0) {
-      return -1;
-    }
-    return m.booked;
+  private void learnPromptBlocks(int blocks) {
+    meanPromptBlocks = Double.isNaN(meanPromptBlocks) ? blocks
+        : meanPromptBlocks + (blocks - meanPromptBlocks) * (1 - keep);
   }
 
   /**
@@ -966,9 +1020,10 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * fitted from this replica's own first tokens (a 1/N sample of the same workers' behaviour).
    */
   @Override
-  public synchronized void peerBooked(WorkerId worker, int warmBlocks, long warmKey, boolean newPrefix,
+  public synchronized void peerBooked(WorkerId worker, int blocks, int warmBlocks, long warmKey, boolean newPrefix,
       long nowNanos) {
     learnArrivalGap(nowNanos);
+    learnPromptBlocks(blocks);
     selections++; // a selection of the fleet's: the served-share window counts it (see pastItsShare)
     Model chosen = models.get(worker);
     if (chosen == null) {
@@ -997,6 +1052,26 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
   }
 
+  /**
+   * A peer's first token is an observation of the worker's first-token time as the router's own is: fitted the
+   * same way, so that each of N replicas fits its time model to every replica's first tokens, not its own 1/N.
+   */
+  @Override
+  public synchronized void peerFirstToken(WorkerId worker, long queuedPrefillTokens, int activeRequests,
+      long prefillTokens, long elapsedNanos) {
+    Model m = models.get(worker);
+    if (m == null || elapsedNanos < 0) {
+      return;
+    }
+    observeFirstToken(m, queuedPrefillTokens + prefillTokens, activeRequests, elapsedNanos);
+  }
+
+  /** A peer's close gives the worker's service time as the router's own does. */
+  @Override
+  public synchronized void peerClosed(WorkerId worker, long elapsedNanos, long nowNanos) {
+    closed(worker, nowNanos - elapsedNanos, elapsedNanos);
+  }
+
   @Override
   public synchronized void onFirstToken(Routing routing, long elapsedNanos) {
     Model m = models.get(routing.workerId());
@@ -1004,8 +1079,11 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       return;
     }
     m.lastStepEndAt = routing.bookedAtNanos + elapsedNanos;
-    double x = routing.queuedPrefillTokens() + ownPrefillTokens(routing);
-    double z = routing.activeAtAdmission();
+    observeFirstToken(m, routing.queuedPrefillTokens() + ownPrefillTokens(routing), routing.activeAtAdmission(),
+        elapsedNanos);
+  }
+
+  private void observeFirstToken(Model m, double x, double z, long elapsedNanos) {
     m.observe(x, z, elapsedNanos, keep);
     fleet.observe(x, z, elapsedNanos, 1 - 1.0 / (config.learningWindow() * 8.0));
   }

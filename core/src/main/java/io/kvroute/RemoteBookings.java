@@ -75,6 +75,10 @@ final class RemoteBookings implements RemoteLoad {
     final int warmBlocks;
     final long warmKey;
     final boolean newPrefix;
+    // For a noted booking, as this router saw it on arrival: what a peer's first token and close teach the policy.
+    long arrivedAt;
+    long queuedAtArrival;
+    int activeAtArrival;
 
     Booking(String replica, long id, WorkerId worker, long prefill, int blocks, long[] keys, boolean noted,
         int warmBlocks, long warmKey, boolean newPrefix) {
@@ -291,6 +295,11 @@ final class RemoteBookings implements RemoteLoad {
       return; // a replayed delta
     }
     WorkerRegistry.WorkerState state = registry.state(b.worker);
+    if (b.noted && state != null && admission.load.owns(state.slot, state.generation)) {
+      b.arrivedAt = ticker.read();
+      b.queuedAtArrival = admission.load.prefillTokens(state.slot);
+      b.activeAtArrival = admission.load.activeRequests(state.slot);
+    }
     if (open < MAX_REMOTE_BOOKINGS && state != null
         && admission.load.bookKeys(state.slot, state.generation, b.prefill, b.keys, b.blocks)) {
       b.state = state;
@@ -300,7 +309,7 @@ final class RemoteBookings implements RemoteLoad {
     bookings.put(b.id, b);
     open++;
     if (b.noted && learning != null && state != null && state.registered) {
-      learning.peerBooked(b.worker, b.warmBlocks, b.warmKey, b.newPrefix, ticker.read());
+      learning.peerBooked(b.worker, b.blocks, b.warmBlocks, b.warmKey, b.newPrefix, ticker.read());
     }
   }
 
@@ -313,6 +322,9 @@ final class RemoteBookings implements RemoteLoad {
       Booking b = bookings.remove(p.id);
       if (b != null) {
         release(b);
+        if (b.noted && learning != null && b.state != null && b.state.registered) {
+          learning.peerClosed(b.worker, ticker.read() - b.arrivedAt, ticker.read());
+        }
         if (bookings.isEmpty()) {
           byReplica.remove(p.replica);
         }
@@ -324,6 +336,10 @@ final class RemoteBookings implements RemoteLoad {
           admission.load.releasePrefill(b.state.slot, b.state.generation, b.prefill);
           if (learning != null) {
             learning.peerStepEnded(b.worker, ticker.read());
+            if (b.noted) {
+              learning.peerFirstToken(b.worker, b.queuedAtArrival, b.activeAtArrival, b.prefill,
+                  ticker.read() - b.arrivedAt);
+            }
           }
         }
         b.prefill = 0;

@@ -65,6 +65,7 @@ public final class Router {
   private final BlockHasher hasher;
   private final RouterPolicy policy;
   private final @Nullable PeerLearning peerLearning; // the policy, when it learns from peers' booking notes
+  private final @Nullable ReportLearning reportLearning; // the policy, when it learns from reports on arrival
   private final Ticker ticker;
   private final RouterListener listener;
   private final KvIndexer indexer;
@@ -86,6 +87,7 @@ public final class Router {
     this.hasher = BlockHasher.of(blockSize);
     this.policy = b.policy;
     this.peerLearning = policy instanceof PeerLearning learning ? learning : null;
+    this.reportLearning = policy instanceof ReportLearning learning ? learning : null;
     this.ticker = b.ticker;
     // A policy that learns from outcomes (first-token times, completions) hears them as the first listener.
     List<RouterListener> listeners = new ArrayList<>(b.listeners);
@@ -735,6 +737,34 @@ public final class Router {
       try {
         predictions.removed(state.worker.id());
         admission.load.deactivate(state.slot);
+      } finally {
+        admission.unlock();
+      }
+    }
+
+    /**
+     * Lets a policy that learns from engine reports (see {@link ReportLearning}) compare this one with the blocks
+     * booked on the worker now, its peers' included: the releases and peers' deltas queued so far are applied
+     * first, so that every synced replica compares the report with the same bookings.
+     */
+    @Override
+    public void loadUpdated(WorkerRegistry.WorkerState state, EngineLoad load) {
+      if (reportLearning == null) {
+        return;
+      }
+      admission.lock();
+      try {
+        admission.drainReleases();
+        if (remote.hasQueued()) {
+          remote.drain(RemoteBookings.DRAIN_PER_SELECT);
+        }
+        if (admission.load.owns(state.slot, state.generation)) {
+          long cached = indexer.entriesOfSlot(state.slot);
+          if (allApproximate || state.approximate) {
+            cached += predictions.entriesOfSlot(state.predictedSlot);
+          }
+          reportLearning.loadReported(state.worker.id(), load, admission.load.activeBlocks(state.slot), cached);
+        }
       } finally {
         admission.unlock();
       }

@@ -105,6 +105,7 @@ public final class WorkerRegistry {
       return false;
     }
     state.engineLoad = load;
+    hooks.loadUpdated(state, load);
     Worker worker = state.worker;
     for (RouterListener l : listeners) {
       l.onWorkerUpdated(worker);
@@ -205,6 +206,9 @@ public final class WorkerRegistry {
     WorkerState added(Worker worker);
 
     void removed(WorkerState state);
+
+    /** The worker's engine reported {@code load} (already stored in {@code state}). */
+    void loadUpdated(WorkerState state, EngineLoad load);
   }
 
   /**

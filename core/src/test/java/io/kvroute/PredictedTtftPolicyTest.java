@@ -309,12 +309,45 @@ class PredictedTtftPolicyTest {
     assertEquals(0, bookedBeyondTheTree(seed, 90), "A's bookings fit in its largest tree");
   }
 
+  /**
+   * The setting of {@link #beforeACacheIsKnownFullItsLargestTreeIsTheSizeTheMemoryWaitAssumes} with 120 blocks
+   * booked at A with this request's: 20 beyond A's largest tree of 100, but the 88 booked before this request
+   * (120 less its 32 new blocks: none of it is active at A) fit in that tree, so A has found room for everything it
+   * was sent. Before A's engine reports, that tree is no evidence of a limit: no memory wait, and A's 2.32 ms wins
+   * over B's 7.12. Once A has reported (2 running, nothing waiting, so its cache is still not known full), the tree
+   * bounds the size again: A waits a service time for memory and B wins. With 140 booked (108 before this request,
+   * beyond the tree) A waits even before a report.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void beforeTheFirstReportATreeHoldingItsBookingsShowsRoom(long seed) {
+    assertEquals(0, bookedBeyondTheTree(seed, 120), "no report yet; the bookings before this one fit the tree");
+    assertEquals(1, bookedBeyondTheTree(seed, 120, new EngineLoad(2, 0, 0.5, 0)), "A has reported");
+    assertEquals(1, bookedBeyondTheTree(seed, 140), "the bookings before this one exceed the tree");
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    m.maxCached = 100;
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 0, 0, 100, null);
+    assertTrue(PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 100), "100 booked in a tree of 100");
+    assertTrue(!PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 101), "101 booked");
+    m.footprint = 1.25;
+    assertTrue(!PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 81), "81 x 1.25 = 101.25 pinned");
+    m.footprint = 1;
+    m.filled = true;
+    assertTrue(!PredictedTtftPolicy.treeHoldsItsBookingsBeforeAnyReport(c, 0, m, 50), "a cache known full");
+  }
+
   private static int bookedBeyondTheTree(long seed, long bookedA) {
+    return bookedBeyondTheTree(seed, bookedA, null);
+  }
+
+  private static int bookedBeyondTheTree(long seed, long bookedA, EngineLoad reportOfA) {
     RouterPolicy policy = RouterPolicy.predictedTtft();
     learnA2msStepAndAOneSecondService(policy, seed);
     Candidates c = new Candidates();
     c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
-    c.add(A, 30, 30, 100, null);
+    c.add(A, 30, 30, 100, reportOfA);
     c.add(B, 0, 0, 100, null);
     c.admit(new SplittableRandom(1), 0);
     c.setLoad(0, 0, 0, bookedA, 1);
@@ -493,31 +526,25 @@ class PredictedTtftPolicyTest {
     assertEquals(1.0, PredictedTtftPolicy.finishing(c, 0, 2, 4, 5), 1e-5);
   }
   /**
-   * A worker whose tree (585 blocks) has never been seen to shrink. This request needs 32 blocks. The pinned blocks
-   * are cached, so the capacity is at most 585 / usage, and the free blocks at most (1 - usage) x 585 / usage. An
-   * engine report of 1 waiting request at 96% KV usage bounds them by 24.4, fewer than the 32 this prompt needs: the
-   * engine is waiting for memory and the cache is full. At 90% (up to 65 free) it might take this prompt; with no
-   * request waiting, or no report, nothing says the cache is full; and a 100-block tree at 30% usage (up to 233
-   * free) is a cache still filling.
+   * A worker whose tree (585 blocks) has never been seen to shrink; the prompts routed lately are 32 blocks on
+   * average. The pinned blocks are cached, so the capacity is at most 585 / usage, and the free blocks at most
+   * (1 - usage) x 585 / usage. An engine report of 1 waiting request at 96% KV usage bounds them by 24.4, fewer
+   * than the 32 a prompt needs: the engine is waiting for memory and the cache is full. At 90% (up to 65 free) it
+   * might take a prompt; with no request waiting nothing says the cache is full; and a 100-block tree at 30% usage
+   * (up to 233 free) is a cache still filling.
    */
   @Test
   void anEngineWaitingWithLessFreeMemoryThanAPromptMeansItsCacheIsFull() {
     assertEquals(true, fullAfterReport(585, new EngineLoad(4, 1, 0.96, 0)));
     assertEquals(false, fullAfterReport(585, new EngineLoad(4, 1, 0.90, 0)), "up to 65 blocks free");
     assertEquals(false, fullAfterReport(585, new EngineLoad(4, 0, 1.0, 0)), "nothing waits");
-    assertEquals(false, fullAfterReport(585, null));
     assertEquals(false, fullAfterReport(100, new EngineLoad(1, 1, 0.3, 0)), "a small tree, a cache filling");
   }
 
   private static boolean fullAfterReport(long tree, EngineLoad load) {
-    Candidates c = new Candidates();
-    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
-    c.add(A, 0, 0, 585, load);
-    c.admit(new SplittableRandom(1), 0);
-    c.setLoad(0, 0, 0, 32, 4);
     PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
     m.maxCached = tree;
-    PredictedTtftPolicy.learnFullFromReport(c, 0, m);
+    PredictedTtftPolicy.learnFullFromReport(load, m, 32);
     return m.filled;
   }
 
@@ -587,6 +614,39 @@ class PredictedTtftPolicyTest {
   void theBoundOnRequestsServedMovesNoRequestForMoreThanTheSlackOfAServiceTime(long seed) {
     int n = 2 + (int) (seed % 5);
     assertEquals(1.0, servedByTheHolder(n, seed, 1_800), 0.0, n + " workers: the holder's share of the last 1,000");
+  }
+
+  /**
+   * Two workers, nothing learned but a service time of 2,000 (token-unit) nanoseconds, so a move for balance may cost
+   * up to 0.25 x 2,000 = 500. A holds 30 of the prompt's 32 blocks and has 3 active requests, B holds nothing, is
+   * idle and has room. The bound in active requests is ceil(1.25 x 1/2 x (3 + 0 + 1)) = 3, and A would have 4. With
+   * nothing queued at A and its 96 booked blocks within its tree of 600 (no memory wait), this request would not
+   * wait at A: A is not passed over, and its 32 tokens beat B's cold 512. With 100 tokens queued at A it would wait
+   * 100 there: A (132) is passed over for B (512), a move that costs 380, within the 500 allowed.
+   */
+  @Test
+  void theBoundInActiveRequestsPassesAHolderOverOnlyWhereTheRequestWouldWaitThere() {
+    assertEquals(0, overTheBoundAtTheHolder(0), "nothing waits at the holder");
+    assertEquals(1, overTheBoundAtTheHolder(100), "100 tokens queued at the holder");
+    assertTrue(PredictedTtftPolicy.holdsItWithoutAWait(30, 30, 0), "a holder, no wait");
+    assertTrue(!PredictedTtftPolicy.holdsItWithoutAWait(30, 30, 1), "a holder with a wait");
+    assertTrue(!PredictedTtftPolicy.holdsItWithoutAWait(20, 30, 0), "holds less than the longest match");
+    assertTrue(!PredictedTtftPolicy.holdsItWithoutAWait(0, 0, 0), "a prefix cached nowhere");
+  }
+
+  private static int overTheBoundAtTheHolder(long queuedAtA) {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    policy.select(candidates(0, 600)); // the workers' models exist from here on
+    policy.closed(A.id(), -2_000, 2_000);
+    policy.closed(B.id(), -2_000, 2_000);
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 30, 30, 600, null);
+    c.add(B, 0, 0, 600, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, queuedAtA, 96, 3);
+    c.setLoad(1, 0, 0, 32, 0);
+    return policy.select(c);
   }
 
   @Test
@@ -659,22 +719,45 @@ class PredictedTtftPolicyTest {
   }
 
   /**
-   * The footprint compares an engine report with what was booked when the report was made: the bookings the last
-   * selection left, if that selection came before the report and the engine had nothing waiting (a waiting request
-   * is booked but holds no blocks). 500 blocks booked at 10 ns: a report made at 20 ns with nothing waiting is
-   * compared with 500; one made at 5 ns (before those bookings), one with a request waiting, and any report before
-   * a first selection are not used.
+   * The footprint compares an engine report with the blocks booked when it arrives. A full 585-block cache at 90%
+   * usage pins 526.5 blocks; against 500 booked that is 1.053 blocks pinned per block booked, and the footprint
+   * moves from 1 towards it by 8 / learningWindow of the difference. A report with a request waiting (booked, but
+   * holding no blocks yet), one with no more booked than a mean prompt (32 blocks) and one before the cache is
+   * known full teach nothing; a ratio under 1 is taken as 1. A replica that has not yet seen a request close there
+   * learns the same (every replica learns the same from one report).
    */
   @Test
-  void theFootprintComparesAReportWithTheBookingsAtItsInstant() {
+  void theFootprintComparesAReportWithTheBookingsAtItsArrival() {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    int window = PredictedTtftConfig.DEFAULT.learningWindow();
+    PredictedTtftPolicy.Model m = fullModel();
+    policy.learnFootprint(new EngineLoad(4, 0, 0.9, 20), m, 500, 32);
+    assertEquals(1 + (0.9 * 585 / 500 - 1) * 8 / window, m.footprint, 1e-12);
+    PredictedTtftPolicy.Model waiting = fullModel();
+    policy.learnFootprint(new EngineLoad(3, 1, 0.9, 20), waiting, 500, 32);
+    assertEquals(1.0, waiting.footprint, 0.0, "a request waiting");
+    PredictedTtftPolicy.Model small = fullModel();
+    policy.learnFootprint(new EngineLoad(1, 0, 0.1, 20), small, 32, 32);
+    assertEquals(1.0, small.footprint, 0.0, "no more booked than a mean prompt");
+    PredictedTtftPolicy.Model notFull = fullModel();
+    notFull.filled = false;
+    policy.learnFootprint(new EngineLoad(4, 0, 0.9, 20), notFull, 500, 32);
+    assertEquals(1.0, notFull.footprint, 0.0, "cache not known full");
+    PredictedTtftPolicy.Model noService = fullModel();
+    noService.serviceNanos = Double.NaN;
+    policy.learnFootprint(new EngineLoad(4, 0, 0.9, 20), noService, 500, 32);
+    assertEquals(m.footprint, noService.footprint, 0.0, "learned whether or not this replica saw a close there");
+    PredictedTtftPolicy.Model under = fullModel();
+    policy.learnFootprint(new EngineLoad(4, 0, 0.5, 20), under, 500, 32);
+    assertEquals(1.0, under.footprint, 0.0, "585 x 0.5 / 500 < 1 counts as 1");
+  }
+
+  private static PredictedTtftPolicy.Model fullModel() {
     PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
-    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)), "nothing booked yet");
-    m.booked = 500;
-    m.bookedAt = 10;
-    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 20)));
-    assertEquals(500, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 10)), "same instant");
-    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(4, 0, 0.9, 5)), "report older");
-    assertEquals(-1, PredictedTtftPolicy.bookingsAtTheReport(m, new EngineLoad(3, 1, 0.9, 20)), "one waiting");
+    m.filled = true;
+    m.maxCached = 585;
+    m.serviceNanos = 1e9;
+    return m;
   }
 
   /**

@@ -19,7 +19,16 @@ final class Frame {
   static final byte BOOK_PREDICTED = 2;
   static final byte FIRST_TOKEN = 3;
   static final byte CLOSE = 4;
-  /** Set on a {@code BOOK} or {@code BOOK_PREDICTED} tag (version 2): the record ends with its policy's note. */
+  /**
+   * (Version 3.) An approximate-mode booking whose prompt begins with a prefix the sender published whole lately:
+   * that prefix's length and last hash, then only the hashes after it (see {@link FrameCodec} and
+   * {@link PromptDictionary}); the receiver rebuilds the whole prompt and applies it as a {@code BOOK_PREDICTED}.
+   */
+  static final byte RENEW = 5;
+  /**
+   * Set on a {@code BOOK}, {@code BOOK_PREDICTED} (version 2) or {@code RENEW} tag: the record ends with its policy's
+   * note.
+   */
   static final byte NOTE = 0x10;
 
   int kind;
@@ -49,6 +58,9 @@ final class Frame {
   boolean[] newPrefix = new boolean[16];
   int[] warmBlocks = new int[16];
   long[] warmKey = new long[16];
+  // A RENEW's prefix: its length in blocks and the hash of its last block (its other hashes are in keys).
+  int[] refBlocks = new int[16];
+  long[] refHash = new long[16];
   long[] keys = new long[64];
   int keysUsed;
 
@@ -72,6 +84,8 @@ final class Frame {
       newPrefix = Arrays.copyOf(newPrefix, n);
       warmBlocks = Arrays.copyOf(warmBlocks, n);
       warmKey = Arrays.copyOf(warmKey, n);
+      refBlocks = Arrays.copyOf(refBlocks, n);
+      refHash = Arrays.copyOf(refHash, n);
     }
     return recordCount++;
   }

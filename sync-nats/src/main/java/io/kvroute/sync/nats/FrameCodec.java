@@ -14,7 +14,7 @@ import java.nio.charset.StandardCharsets;
  * <p>One NATS message carries one frame. Integers are unsigned LEB128 varints unless noted; ids inside a frame are
  * zigzag varints relative to the frame's base id; hashes are 8-byte big-endian.
  * <pre>
- * frame    = magic 'k' 'l' | version 2 | kind (1 byte) | replica (string) | instance (8 bytes) | seq
+ * frame    = magic 'k' 'l' | version 3 | kind (1 byte) | replica (string) | instance (8 bytes) | seq
  *            | body(kind)
  * DELTAS   : blockSize | workers | baseId | count | record*count
  * SNAPSHOT : blockSize | snapshotId | part | last (1 byte, 0 or 1) | workers | baseId | count | record*count
@@ -23,7 +23,9 @@ import java.nio.charset.StandardCharsets;
  * workers  = n | (name (string) | dataParallelRank)*n
  * record   = 1 BOOK           id | worker | prefillTokens | blocks | keyCount | key*keyCount
  *          | 2 BOOK_PREDICTED id | worker | prefillTokens | blocks | hash*blocks
- *          | 0x11 BOOK, 0x12 BOOK_PREDICTED with a note: the same, then note
+ *          | 5 RENEW          id | worker | prefillTokens | blocks | refBlocks | refHash (8 bytes)
+ *                             | hash*(blocks - refBlocks)                                (version 3)
+ *          | 0x11 BOOK, 0x12 BOOK_PREDICTED, 0x15 RENEW with a note: the same, then note
  *          | 3 FIRST_TOKEN    id
  *          | 4 CLOSE          id
  * note     = newPrefix (1 byte, 0 or 1) | warmBlocks (at most blocks) | warmKey (8 bytes, if warmBlocks &gt; 0)
@@ -31,6 +33,11 @@ import java.nio.charset.StandardCharsets;
  * </pre>
  * A note is what the sender's policy learned from its choice (see {@code SharedLoad.booked} with a note): peers'
  * policies learn it too. Version 2 added notes; a version 1 frame (no notes) is still read.
+ * Version 3 added {@code RENEW}: an approximate-mode booking whose prompt begins with a prefix (of {@code refBlocks}
+ * blocks, 1 to {@code blocks}, ending at the hash {@code refHash}) of a prompt the sender published lately (see
+ * {@link PromptDictionary}): only the hashes after the prefix travel (28 instead of 148 for the article's 2,371-token
+ * prompts sharing a 2,032-token prefix), and the receiver rebuilds the rest from its dictionary of that sender. A
+ * version 2 frame is still read; a {@code RENEW} tag in a frame of version 1 or 2 is an unknown tag.
  * The block size travels with every delta and snapshot frame because block hashes only agree between routers with
  * the same block size: a receiver drops frames of another block size.
  * A frame is rejected as a whole ({@link SyncFormatException}) if it is truncated, has trailing bytes, an unknown
@@ -40,8 +47,8 @@ import java.nio.charset.StandardCharsets;
 final class FrameCodec {
   static final byte MAGIC_0 = 'k';
   static final byte MAGIC_1 = 'l';
-  static final byte VERSION = 2;
-  /** The oldest version read: version 1 frames are version 2's without notes. */
+  static final byte VERSION = 3;
+  /** The oldest version read: version 1 frames are version 2's without notes, version 2's are 3's without renewals. */
   static final byte MIN_VERSION = 1;
   static final int MAX_VARINT = 10;
   static final int MAX_NAME_BYTES = 255;
@@ -194,8 +201,8 @@ final class FrameCodec {
       for (int r = 0; r < count; r++) {
         need(1, "record tag");
         byte tag = b[pos++];
-        boolean noted = (tag == (Frame.BOOK | Frame.NOTE) || tag == (Frame.BOOK_PREDICTED | Frame.NOTE))
-            && version >= 2;
+        boolean noted = (tag == (Frame.BOOK | Frame.NOTE) || tag == (Frame.BOOK_PREDICTED | Frame.NOTE)
+            || tag == (Frame.RENEW | Frame.NOTE)) && version >= 2;
         if (noted) {
           tag = (byte) (tag & ~Frame.NOTE);
         }
@@ -216,8 +223,14 @@ final class FrameCodec {
         f.blocks[i] = 0;
         f.keyOffset[i] = 0;
         f.keyCount[i] = 0;
+        f.refBlocks[i] = 0;
+        f.refHash[i] = 0;
+        if (tag == Frame.RENEW && version < 3) {
+          throw new SyncFormatException("unknown record tag " + tag + " in record " + r + " of a version " + version
+              + " frame (renewals came with version 3)");
+        }
         switch (tag) {
-          case Frame.BOOK, Frame.BOOK_PREDICTED -> {
+          case Frame.BOOK, Frame.BOOK_PREDICTED, Frame.RENEW -> {
             int w = count("worker index", Integer.MAX_VALUE);
             if (w >= workers) {
               throw new SyncFormatException("record " + r + " names worker " + w + " of a " + workers
@@ -230,6 +243,14 @@ final class FrameCodec {
             int keys = blocks;
             if (tag == Frame.BOOK) {
               keys = count("key count", blocks);
+            } else if (tag == Frame.RENEW) {
+              int ref = count("prefix blocks", blocks);
+              if (ref == 0) {
+                throw new SyncFormatException("record " + r + " renews an empty prefix");
+              }
+              f.refBlocks[i] = ref;
+              f.refHash[i] = fixedLong("prefix hash");
+              keys = blocks - ref;
             }
             if ((long) keys * 8 > remaining()) {
               throw new SyncFormatException("record " + r + " declares " + keys + " hashes but only "

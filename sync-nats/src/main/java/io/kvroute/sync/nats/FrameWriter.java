@@ -88,6 +88,35 @@ final class FrameWriter {
     records++;
   }
 
+  /**
+   * An approximate-mode booking of {@code count} hashes whose first {@code refBlocks} (1 to {@code count}) are a
+   * prefix every peer holds from this replica's earlier frames ({@link PromptDictionary}): a {@link Frame#RENEW}
+   * record with the prefix's length and last hash and the hashes after it, with its policy's note
+   * ({@link DeltaRing#NO_NOTE} for none).
+   */
+  void renew(long id, WorkerId worker, long prefillTokens, long[] hashes, int count, int refBlocks, byte note,
+      int warmBlocks, long warmKey) {
+    checkRecord(id, prefillTokens, count);
+    checkNote(note, warmBlocks, count);
+    if (refBlocks < 1 || refBlocks > count) {
+      throw new IllegalArgumentException("refBlocks must be in [1, count=" + count + "] but was " + refBlocks);
+    }
+    int w = workerIndex(worker);
+    ensure(1 + 4 * FrameCodec.MAX_VARINT + 8 + 8 * (count - refBlocks) + NOTE_BYTES);
+    body[bodySize++] = note == DeltaRing.NO_NOTE ? Frame.RENEW : (byte) (Frame.RENEW | Frame.NOTE);
+    putId(id);
+    putVarint(w);
+    putVarint(prefillTokens);
+    putVarint(count);
+    putVarint(refBlocks);
+    putLong(hashes[refBlocks - 1]);
+    for (int i = refBlocks; i < count; i++) {
+      putLong(hashes[i]);
+    }
+    putNote(note, warmBlocks, warmKey);
+    records++;
+  }
+
   /** The most bytes a note takes: its new-prefix flag, warm blocks and warm key. */
   private static final int NOTE_BYTES = 1 + FrameCodec.MAX_VARINT + 8;
 

@@ -168,6 +168,8 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final ArrayDeque<Open> freeOpens = new ArrayDeque<>();
   private final long[] drainScratch = new long[RING_HASHES];
   private long[] keyScratch = new long[64];
+  // Under publishLock: the approximate-mode prompts published lately, which peers' dictionaries mirror.
+  private final PromptDictionary published = new PromptDictionary();
   private @Nullable Connection drainConnection; // where the deltas being drained go; null: disconnected
   private final DeltaRing.Sink localSink = this::applyLocal;
   private long seq;
@@ -203,7 +205,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   // Whether warmUp() ran (by the warm-up thread on the first connection, or called by the gateway).
   private volatile boolean warmedUp;
   // Decodes this replica's own delta frames for the warm-up table; guarded by publishLock.
-  private final Frame ownFrame = new Frame();
 
   /** One of this replica's open bookings, kept for snapshots. */
   private static final class Open {
@@ -495,7 +496,17 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
         if (drainConnection == null) {
           deltasDropped.incrementAndGet();
         } else if (kind == DeltaRing.BOOK_PREDICTED) {
-          writer.bookPredicted(id, worker, prefill, hashes, count, note, warmBlocks, warmKey);
+          if (warmup != null) {
+            warmup.record(worker, hashes, 0, count, System.nanoTime());
+          }
+          // A prefix peers hold from earlier frames is sent by reference, the rest in full (see PromptDictionary).
+          int ref = published.longestPrefix(hashes, count);
+          if (ref > 0) {
+            writer.renew(id, worker, prefill, hashes, count, ref, note, warmBlocks, warmKey);
+          } else {
+            writer.bookPredicted(id, worker, prefill, hashes, count, note, warmBlocks, warmKey);
+          }
+          published.register(hashes, count);
         } else {
           writer.book(id, worker, prefill, blocks, keys, n, note, warmBlocks, warmKey);
         }
@@ -669,6 +680,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       if (writer.records() > 0) {
         publish(c, writer.finish(Frame.DELTAS, replica, instance, ++seq, blockSize, 0, 0, false));
       }
+      // Receivers clear this replica's dictionary at the snapshot's first part, which follows at once: a peer that
+      // asked may lack prefixes, and from here on both sides hold the same again.
+      published.clear();
       long snapshotId = seq + 1;
       int part = 0;
       FrameWriter w = snapshotWriter;
@@ -713,9 +727,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   /** Under publishLock. */
   private void publish(Connection c, byte[] bytes) {
     lastSequence = seq;
-    if (warmup != null && bytes.length > 3 && bytes[3] == Frame.DELTAS) {
-      rememberPredictions(bytes);
-    }
     try {
       c.publish(subject, bytes);
       framesSent.incrementAndGet();
@@ -728,21 +739,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
       LOGGER.log(System.Logger.Level.DEBUG, "publish failed", e);
     }
     lastPublishNanos = System.nanoTime();
-  }
-
-  /** Under publishLock: enters this replica's predicted bookings of a delta frame into the warm-up table. */
-  private void rememberPredictions(byte[] bytes) {
-    try {
-      FrameCodec.decode(bytes, ownFrame);
-    } catch (SyncFormatException e) {
-      return; // cannot happen for a frame this sync encoded
-    }
-    long now = System.nanoTime();
-    for (int i = 0; i < ownFrame.recordCount; i++) {
-      if (ownFrame.tags[i] == Frame.BOOK_PREDICTED) {
-        warmup.record(ownFrame.worker(i), ownFrame.keys, ownFrame.keyOffset[i], ownFrame.keyCount[i], now);
-      }
-    }
   }
 
   /**

@@ -34,6 +34,7 @@ final class PeerTable {
   private long[] hashScratch = new long[256];
   private long framesApplied;
   private long framesRejected;
+  private long renewalsMissed;
 
   /** One peer's receive state. */
   static final class Peer {
@@ -49,6 +50,8 @@ final class PeerTable {
     long stagingNextSeq;
     final List<Frame> staged = new ArrayList<>();
     int stagedBookings;
+    // The prompts this peer published whole (or as renewals), from which its renewals are rebuilt.
+    final PromptDictionary prompts = new PromptDictionary();
 
     Peer(String name) {
       this.name = name;
@@ -141,7 +144,7 @@ final class PeerTable {
     if (p.stagingId >= 0) {
       abandonStaging(p); // deltas never interleave a snapshot's parts: the rest of it was lost
     }
-    applyDeltas(p.name, f);
+    applyDeltas(p, f);
     framesApplied++;
     askIfUnsynced(p, nowNanos);
     return Disposition.APPLIED;
@@ -150,6 +153,7 @@ final class PeerTable {
   private Disposition stage(Peer p, Frame f, long nowNanos) {
     boolean continues = p.stagingId == f.snapshotId && f.part == p.stagingNextPart && f.seq == p.stagingNextSeq;
     if (f.part == 0) {
+      p.prompts.clear(); // the sender cleared its own just before this part (see PromptDictionary)
       abandonStaging(p);
       p.stagingId = f.snapshotId;
     } else if (!continues) {
@@ -170,7 +174,7 @@ final class PeerTable {
     }
     view.dropReplica(p.name);
     for (Frame part : p.staged) {
-      applyDeltas(p.name, part);
+      applyDeltas(p, part);
     }
     int bookings = p.stagedBookings;
     String name = p.name;
@@ -195,7 +199,8 @@ final class PeerTable {
     }
   }
 
-  private void applyDeltas(String replica, Frame f) {
+  private void applyDeltas(Peer peer, Frame f) {
+    String replica = peer.name;
     for (int i = 0; i < f.recordCount; i++) {
       long id = f.ids[i];
       switch (f.tags[i]) {
@@ -219,16 +224,39 @@ final class PeerTable {
           }
           long[] hashes = hashScratch;
           System.arraycopy(f.keys, f.keyOffset[i], hashes, 0, blocks);
-          view.predicted(f.worker(i), hashes, blocks);
-          long[] k = scratch(RemoteLoad.loadKeyCount(blocks));
-          int n = RemoteLoad.loadKeys(hashes, blocks, k);
-          book(replica, id, f, i, blocks, k, n);
+          predictedBooking(peer, id, f, i, hashes, blocks);
+        }
+        case Frame.RENEW -> {
+          int blocks = f.blocks[i];
+          if (hashScratch.length < blocks) {
+            hashScratch = new long[Math.max(blocks, hashScratch.length * 2)];
+          }
+          long[] hashes = hashScratch;
+          int ref = f.refBlocks[i];
+          if (!peer.prompts.copyPrefix(f.refHash[i], ref, hashes)) {
+            // Its prefix came in a frame this table missed: the booking cannot be rebuilt, so its load is counted
+            // nowhere until the peer's snapshot (asked for now) replaces all of its bookings.
+            renewalsMissed++;
+            peer.synced = false;
+            continue;
+          }
+          System.arraycopy(f.keys, f.keyOffset[i], hashes, ref, blocks - ref);
+          predictedBooking(peer, id, f, i, hashes, blocks);
         }
         case Frame.FIRST_TOKEN -> view.firstToken(replica, id);
         case Frame.CLOSE -> view.closed(replica, id);
         default -> { }
       }
     }
+  }
+
+  /** An approximate-mode booking with all its hashes: predicted, booked by its load keys, and remembered. */
+  private void predictedBooking(Peer peer, long id, Frame f, int i, long[] hashes, int blocks) {
+    view.predicted(f.worker(i), hashes, blocks);
+    peer.prompts.register(hashes, blocks);
+    long[] k = scratch(RemoteLoad.loadKeyCount(blocks));
+    int n = RemoteLoad.loadKeys(hashes, blocks, k);
+    book(peer.name, id, f, i, blocks, k, n);
   }
 
   /** A delta's booking, with its policy's note when it has one (a snapshot's bookings are applied without). */
@@ -291,6 +319,11 @@ final class PeerTable {
 
   synchronized long framesApplied() {
     return framesApplied;
+  }
+
+  /** Renewals whose prefix this table did not hold (a frame of that peer missed): each asks for a snapshot. */
+  synchronized long renewalsMissed() {
+    return renewalsMissed;
   }
 
   synchronized long framesRejected() {

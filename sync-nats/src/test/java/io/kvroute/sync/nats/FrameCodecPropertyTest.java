@@ -29,7 +29,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 class FrameCodecPropertyTest {
   /** One generated record: the model the decoded frame must match. */
   record Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys, byte note, int warm,
-      long warmKey) {
+      long warmKey, int ref) {
+    Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys, byte note, int warm,
+        long warmKey) {
+      this(tag, id, worker, prefill, blocks, keys, note, warm, warmKey, 0);
+    }
+
     Rec(byte tag, long id, WorkerId worker, long prefill, int blocks, long[] keys) {
       this(tag, id, worker, prefill, blocks, keys, DeltaRing.NO_NOTE, 0, 0);
     }
@@ -40,11 +45,18 @@ class FrameCodecPropertyTest {
     switch (r.tag) {
       case Frame.BOOK -> writer.book(r.id, r.worker, r.prefill, r.blocks, r.keys, r.keys.length, r.note, r.warm,
           r.warmKey);
+      case Frame.RENEW -> writer.renew(r.id, r.worker, r.prefill, r.keys, r.keys.length, r.ref, r.note, r.warm,
+          r.warmKey);
       case Frame.BOOK_PREDICTED -> writer.bookPredicted(r.id, r.worker, r.prefill, r.keys, r.keys.length, r.note,
           r.warm, r.warmKey);
       case Frame.FIRST_TOKEN -> writer.firstToken(r.id);
       default -> writer.close(r.id);
     }
+  }
+
+  /** Whether a record of this tag books load (and names a worker). */
+  static boolean books(byte tag) {
+    return tag == Frame.BOOK || tag == Frame.BOOK_PREDICTED || tag == Frame.RENEW;
   }
 
   static Stream<Arguments> seeds() {
@@ -91,12 +103,16 @@ class FrameCodecPropertyTest {
         String at = "seed " + seed + " round " + round + " record " + i;
         assertEquals(r.tag, frame.tags[i], at);
         assertEquals(r.id, frame.ids[i], at);
-        if (r.tag == Frame.BOOK || r.tag == Frame.BOOK_PREDICTED) {
+        if (books(r.tag)) {
           assertEquals(r.worker, frame.worker(i), at);
           assertEquals(r.prefill, frame.prefill[i], at);
           assertEquals(r.blocks, frame.blocks[i], at);
-          assertArrayEquals(r.keys, Arrays.copyOfRange(frame.keys, frame.keyOffset[i],
+          // A renewal carries its prefix's length and last hash, then the hashes after it.
+          long[] sent = r.tag == Frame.RENEW ? Arrays.copyOfRange(r.keys, r.ref, r.keys.length) : r.keys;
+          assertArrayEquals(sent, Arrays.copyOfRange(frame.keys, frame.keyOffset[i],
               frame.keyOffset[i] + frame.keyCount[i]), at);
+          assertEquals(r.tag == Frame.RENEW ? r.ref : 0, frame.refBlocks[i], at + " prefix blocks");
+          assertEquals(r.tag == Frame.RENEW ? r.keys[r.ref - 1] : 0, frame.refHash[i], at + " prefix hash");
           assertEquals(r.note != DeltaRing.NO_NOTE, frame.noted[i], at + " noted");
           assertEquals(r.note == DeltaRing.NOTED_NEW_PREFIX, frame.newPrefix[i], at + " new prefix");
           int warm = r.note == DeltaRing.NO_NOTE ? 0 : r.warm; // without a note nothing of it is sent
@@ -107,7 +123,7 @@ class FrameCodecPropertyTest {
         }
       }
       // Each distinct worker named once per frame: the table is no larger than the distinct workers booked.
-      long distinct = model.stream().filter(r -> r.tag <= Frame.BOOK_PREDICTED).map(Rec::worker).distinct().count();
+      long distinct = model.stream().filter(r -> books(r.tag)).map(Rec::worker).distinct().count();
       assertEquals(distinct, frame.workers.length);
     }
   }
@@ -149,9 +165,11 @@ class FrameCodecPropertyTest {
         assertTrue(frame.recordCount <= bytes.length / 2, "records bounded by the frame length");
         for (int i = 0; i < frame.recordCount; i++) {
           assertTrue(frame.ids[i] >= 0, "ids are never negative");
-          if (frame.tags[i] == Frame.BOOK || frame.tags[i] == Frame.BOOK_PREDICTED) {
+          if (books(frame.tags[i])) {
             assertTrue(frame.workerIndex[i] >= 0 && frame.workerIndex[i] < frame.workers.length);
             assertTrue(frame.keyCount[i] <= frame.blocks[i]);
+            assertTrue(frame.tags[i] != Frame.RENEW
+                || frame.refBlocks[i] >= 1 && frame.refBlocks[i] + frame.keyCount[i] == frame.blocks[i]);
           }
         }
       } catch (SyncFormatException expected) {
@@ -166,7 +184,7 @@ class FrameCodecPropertyTest {
   void layoutMatchesAnIndependentEncoding() {
     // DELTAS from "a", instance 0x0102030405060708, seq 300, one worker "w" rank 2, base id 1000, three records:
     // BOOK id 1000 on w, 37 prefill tokens, 9 blocks, keys {7, -1}; FIRST_TOKEN id 998; CLOSE id 1001.
-    Bytes x = new Bytes().raw('k', 'l', 2, 0).str("a").raw(1, 2, 3, 4, 5, 6, 7, 8).raw(0xAC, 0x02) // seq 300
+    Bytes x = new Bytes().raw('k', 'l', 3, 0).str("a").raw(1, 2, 3, 4, 5, 6, 7, 8).raw(0xAC, 0x02) // seq 300
         .raw(16) // block size
         .raw(1).str("w").raw(2) // workers
         .raw(0xE8, 0x07) // base 1000
@@ -183,13 +201,54 @@ class FrameCodecPropertyTest {
 
     // A noted BOOK (tag 0x11): the same record, then new prefix 1, 3 warm blocks, warm key 5; a noted BOOK_PREDICTED
     // (0x12) of 1 block with no warm prefix: flag 0, 0 blocks, no key.
-    Bytes noted = new Bytes().raw('k', 'l', 2, 0).str("a").fixed(9).raw(1).raw(16).raw(1).str("w").raw(2).raw(10)
+    Bytes noted = new Bytes().raw('k', 'l', 3, 0).str("a").fixed(9).raw(1).raw(16).raw(1).str("w").raw(2).raw(10)
         .raw(2)
         .raw(0x11, 0, 0, 37, 9, 2).fixed(7).fixed(-1).raw(1, 3).fixed(5)
         .raw(0x12, 2, 0, 4, 1).fixed(8).raw(0, 0);
     writer.book(10, w, 37, 9, new long[] {7, -1}, 2, DeltaRing.NOTED_NEW_PREFIX, 3, 5);
     writer.bookPredicted(11, w, 4, new long[] {8}, 1, DeltaRing.NOTED, 0, 99);
     assertArrayEquals(noted.toArray(), writer.finish(Frame.DELTAS, "a", 9, 1, 16, 0, 0, false));
+
+    // A RENEW (tag 5) of 4 hashes {1, 2, 3, 4} whose first 2 are a prefix peers hold: id 20, w, 37 prefill
+    // tokens, 4 blocks, prefix 2 blocks ending at hash 2, then hashes 3 and 4; a noted one (0x15) of the same whole
+    // (prefix 4 blocks, nothing after it) ends with the note as a noted BOOK does.
+    Bytes renew = new Bytes().raw('k', 'l', 3, 0).str("a").fixed(9).raw(2).raw(16).raw(1).str("w").raw(2).raw(20)
+        .raw(2)
+        .raw(5, 0, 0, 37, 4, 2).fixed(2).fixed(3).fixed(4)
+        .raw(0x15, 2, 0, 37, 4, 4).fixed(4).raw(0, 1).fixed(6);
+    long[] four = {1, 2, 3, 4};
+    writer.renew(20, w, 37, four, 4, 2, DeltaRing.NO_NOTE, 0, 0);
+    writer.renew(21, w, 37, four, 4, 4, DeltaRing.NOTED, 1, 6);
+    byte[] renewals = writer.finish(Frame.DELTAS, "a", 9, 2, 16, 0, 0, false);
+    assertArrayEquals(renew.toArray(), renewals);
+    Frame renewed = new Frame();
+    FrameCodec.decode(renewals, renewed);
+    assertEquals(Frame.RENEW, renewed.tags[0]);
+    assertFalse(renewed.noted[0]);
+    assertEquals(2, renewed.refBlocks[0]);
+    assertEquals(2, renewed.refHash[0]);
+    assertEquals(2, renewed.keyCount[0]);
+    assertEquals(Frame.RENEW, renewed.tags[1]);
+    assertTrue(renewed.noted[1]);
+    assertEquals(4, renewed.refBlocks[1]);
+    assertEquals(0, renewed.keyCount[1]);
+    assertEquals(1, renewed.warmBlocks[1]);
+    assertEquals(6, renewed.warmKey[1]);
+    // A prefix longer than the booking, or empty, is refused.
+    assertThrows(IllegalArgumentException.class, () -> writer.renew(22, w, 0, four, 4, 5, DeltaRing.NO_NOTE, 0, 0));
+    assertThrows(IllegalArgumentException.class, () -> writer.renew(22, w, 0, four, 4, 0, DeltaRing.NO_NOTE, 0, 0));
+    writer.reset();
+
+    // A version 2 frame (notes, no renewals) is still read.
+    Bytes v2 = new Bytes().raw('k', 'l', 2, 0).str("a").fixed(9).raw(1).raw(16).raw(1).str("w").raw(2).raw(10)
+        .raw(1).raw(0x11, 0, 0, 37, 9, 2).fixed(7).fixed(-1).raw(1, 3).fixed(5);
+    Frame second = new Frame();
+    FrameCodec.decode(v2.toArray(), second);
+    assertEquals(1, second.recordCount);
+    assertEquals(Frame.BOOK, second.tags[0]);
+    assertTrue(second.noted[0]);
+    assertTrue(second.newPrefix[0]);
+    assertEquals(3, second.warmBlocks[0]);
 
     // A version 1 frame (no notes) is still read.
     Bytes v1 = new Bytes().raw('k', 'l', 1, 0).str("a").fixed(9).raw(1).raw(16).raw(1).str("w").raw(2).raw(10)
@@ -202,7 +261,7 @@ class FrameCodecPropertyTest {
     assertEquals(9, old.blocks[0]);
 
     byte[] request = FrameCodec.control(Frame.SNAPSHOT_REQUEST, "b", -1, 5, "a");
-    assertArrayEquals(new Bytes().raw('k', 'l', 2, 2).str("b").fixed(-1).raw(5).str("a").toArray(), request);
+    assertArrayEquals(new Bytes().raw('k', 'l', 3, 2).str("b").fixed(-1).raw(5).str("a").toArray(), request);
     Frame frame = new Frame();
     FrameCodec.decode(request, frame);
     assertEquals("a", frame.target);
@@ -229,6 +288,16 @@ class FrameCodecPropertyTest {
     // A note in a version 1 frame: an unknown tag there.
     assertFault(new Bytes().raw('k', 'l', 1, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
         .raw(0x11, 0, 0, 0, 0, 0).raw(0, 0), "tag 17", f);
+    // A renewal in a version 1 or 2 frame: an unknown tag there, with a message saying when renewals came.
+    for (int version = 1; version <= 2; version++) {
+      assertFault(new Bytes().raw('k', 'l', version, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0)
+          .raw(0).raw(1).raw(5, 0, 0, 0, 1, 1).fixed(1), "renewals came with version 3", f);
+    }
+    // A renewal of an empty prefix, and one whose prefix is longer than the booking.
+    assertFault(new Bytes().raw('k', 'l', 3, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
+        .raw(5, 0, 0, 0, 1, 0).fixed(1), "empty prefix", f);
+    assertFault(new Bytes().raw('k', 'l', 3, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
+        .raw(5, 0, 0, 0, 1, 2).fixed(1), "prefix blocks", f);
     // A note's flag other than 0 or 1, and more warm blocks than the booking has.
     assertFault(new Bytes().raw('k', 'l', 2, 0).str("a").fixed(0).raw(1).raw(16).raw(1).str("w").raw(0).raw(0).raw(1)
         .raw(0x11, 0, 0, 0, 0, 0).raw(2, 0), "new-prefix flag", f);
@@ -285,9 +354,14 @@ class FrameCodecPropertyTest {
     long nextId = random.nextLong(0, 1L << (1 + random.nextInt(60)));
     List<Rec> records = new ArrayList<>();
     for (int i = 0; i < n; i++) {
-      int kind = random.nextInt(4);
+      int kind = random.nextInt(5);
       WorkerId w = workers.get(random.nextInt(workers.size()));
-      if (kind == 0) {
+      if (kind == 4) {
+        int blocks = random.nextInt(1, 200);
+        records.add(new Rec(Frame.RENEW, nextId++, w, random.nextLong(0, 100_000), blocks,
+            random.longs(blocks).toArray(), randomNote(random), random.nextInt(blocks + 1), random.nextLong(),
+            1 + random.nextInt(blocks)));
+      } else if (kind == 0) {
         int blocks = random.nextInt(0, 300);
         long[] keys = random.longs(random.nextInt(0, blocks + 1)).toArray();
         records.add(new Rec(Frame.BOOK, nextId++, w, random.nextLong(0, 1L << 40), blocks, keys,

@@ -233,6 +233,68 @@ class NatsLoadSyncTest {
     }
   }
 
+  /**
+   * A prompt that begins with a prefix this replica published before is sent as a renewal: the prefix by reference
+   * (64 blocks, the last of them a key: a multiple of 8), then only its own 8-block tail; the peer rebuilds it whole,
+   * predicts all 72 blocks where it was routed and books them. A prompt repeated whole is all reference. After a
+   * snapshot (asked for by a peer that joined or missed frames, which may lack prefixes) the next one is whole
+   * again. The frames are read off the subject by a plain NATS client.
+   */
+  @Test
+  void aBookingSharingAPublishedPrefixIsSentAsARenewalThatPeersRebuildWhole() throws Exception {
+    RouterPolicy approximate = RouterPolicy.approximate(KvAwareConfig.DEFAULT, Duration.ofMinutes(2), 1 << 16);
+    Replica a = replica("a", approximate, NATS.server().url());
+    Replica b = replica("b", approximate, NATS.server().url());
+    awaitMesh(5);
+    List<String> fromA = new CopyOnWriteArrayList<>();
+    try (Connection raw = Nats.connect(NATS.server().url())) {
+      raw.createDispatcher(m -> {
+        Frame f = new Frame();
+        FrameCodec.decode(m.getData(), f);
+        if (f.replica.equals("a") && f.kind == Frame.DELTAS) {
+          for (int i = 0; i < f.recordCount; i++) {
+            if (FrameCodecPropertyTest.books(f.tags[i])) {
+              fromA.add(f.tags[i] + "/" + f.refBlocks[i] + "/" + f.keyCount[i]);
+            }
+          }
+        }
+      }).subscribe(subject);
+      raw.flush(Duration.ofSeconds(5));
+      int[] prefix = prompt(42, 16 * 64);
+      int[] first = io.kvroute.testkit.Fixtures.concat(prefix, prompt(1, 16 * 8));
+      int[] second = io.kvroute.testkit.Fixtures.concat(prefix, prompt(2, 16 * 8));
+      a.book(first).close();
+      a.sync.flush();
+      await(5, "the whole prediction", () -> fromA.equals(List.of(Frame.BOOK_PREDICTED + "/0/72")));
+      Routing renewed = a.book(second);
+      a.sync.flush();
+      await(5, "the renewal", () -> fromA.size() == 2);
+      assertEquals(Frame.RENEW + "/64/8", fromA.get(1), "the shared 64 blocks by reference, the 8 new ones");
+      await(5, "b books the renewal", () -> b.seenOn(renewed.workerId()) == 1);
+      io.kvroute.RouteRequest explain = io.kvroute.RouteRequest.newBuilder(second).explain(true).build();
+      try (Routing probe = b.router.select(explain)) {
+        assertEquals(72, probe.matchedBlocks(), "b predicts a's second prompt whole, its new tail included");
+        assertEquals(renewed.workerId(), probe.workerId());
+        io.kvroute.CandidateScore there = probe.explanation().stream()
+            .filter(c -> c.worker().equals(renewed.workerId())).findFirst().orElseThrow();
+        assertEquals(72, there.decodeBlocks(), "the renewal's 72 blocks, counted once with the probe's own");
+      }
+      a.book(second);
+      a.sync.flush();
+      await(5, "a repeat", () -> fromA.size() == 3);
+      assertEquals(Frame.RENEW + "/72/0", fromA.get(2), "a prompt repeated whole is all reference");
+      long snapshots = a.sync.stats().snapshotsSent();
+      raw.publish(subject, FrameCodec.control(Frame.SNAPSHOT_REQUEST, "probe", 1, 1, ""));
+      raw.flush(Duration.ofSeconds(5));
+      await(5, "a publishes a snapshot", () -> a.sync.stats().snapshotsSent() > snapshots);
+      a.book(second);
+      a.sync.flush();
+      await(5, "whole again after the snapshot", () -> fromA.size() == 4);
+      assertEquals(Frame.BOOK_PREDICTED + "/0/72", fromA.get(3));
+      await(5, "b books all of a's open bookings", () -> b.remoteOpen() == a.open.size() - 1);
+    }
+  }
+
   @Test
   void aClosedReplicaSaysGoodbyeAndAKilledOnesLoadExpiresWithinTheTtl() throws Exception {
     Replica a = replica("a");

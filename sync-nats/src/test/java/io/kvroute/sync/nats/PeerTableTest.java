@@ -124,6 +124,9 @@ class PeerTableTest {
     final Map<Long, String> open = new TreeMap<>();
     final Map<Long, Object[]> detail = new HashMap<>(); // id -> {worker, prefill, blocks}
     FrameWriter writer = new FrameWriter();
+    // As the real sender: approximate-mode prompts that share a published prefix go out as renewals.
+    final PromptDictionary published = new PromptDictionary();
+    int renewals;
 
     Sender(String name, long instance) {
       this.name = name;
@@ -132,9 +135,19 @@ class PeerTableTest {
 
     long book(WorkerId worker, long prefill, int blocks, boolean predicted) {
       long id = nextId++;
-      long[] hashes = LongStream.range(0, blocks).map(i -> i * 31 + id).toArray();
+      // The first half of every prompt is one shared family of prefixes (a block's hash depends on its position
+      // only, so equal hashes mean equal prefixes, as sequence hashes do); the second half is the booking's own.
+      long[] hashes = LongStream.range(0, blocks).map(i -> 2 * i < blocks ? i * 31 + 7 : i * 31 + id * 1_000_003)
+          .toArray();
       if (predicted) {
-        writer.bookPredicted(id, worker, prefill, hashes, blocks);
+        int ref = published.longestPrefix(hashes, blocks);
+        if (ref > 0) {
+          writer.renew(id, worker, prefill, hashes, blocks, ref, DeltaRing.NO_NOTE, 0, 0);
+          renewals++;
+        } else {
+          writer.bookPredicted(id, worker, prefill, hashes, blocks);
+        }
+        published.register(hashes, blocks);
       } else {
         long[] keys = new long[RemoteLoad.loadKeyCount(blocks)];
         int n = RemoteLoad.loadKeys(hashes, blocks, keys);
@@ -167,6 +180,7 @@ class PeerTableTest {
     /** A snapshot in parts of at most {@code perPart} bookings. */
     List<Frame> snapshot(int perPart) {
       writer.reset();
+      published.clear(); // just before the first part, as the real sender
       List<Frame> parts = new ArrayList<>();
       long snapshotId = seq + 1;
       List<Long> ids = new ArrayList<>(detail.keySet());
@@ -195,6 +209,39 @@ class PeerTableTest {
   private final ModelView view = new ModelView();
   private final Asks asks = new Asks();
   private final PeerTable table = new PeerTable("me", view, SyncListener.NONE, asks);
+
+  /**
+   * A renewal whose prefix came in a frame this table never received cannot be rebuilt: it is counted, its booking
+   * is not applied, and the table asks its sender for a snapshot; the snapshot (its first part clearing the
+   * dictionaries on both sides) books it, and later renewals rebuild from prefixes published after it.
+   */
+  @Test
+  void aRenewalOfAMissedPrefixIsCountedAndAsksForASnapshot() {
+    Sender a = new Sender("a", 1);
+    a.book(W0, 10, 16, true);
+    table.receive(a.deltas(), 0);
+    a.book(W0, 10, 40, true); // renews the first's 8 shared blocks, in a frame about to be lost
+    Frame lostPrefix = a.deltas();
+    a.book(W1, 20, 40, true); // renews 16 blocks, which only the lost booking published
+    assertEquals(2, a.renewals);
+    table.receive(a.deltas(), 1); // seq 3 after a lost seq 2: a gap, and a renewal it cannot rebuild
+    assertEquals(1, table.renewalsMissed());
+    assertEquals(1, view.of("a").size(), "only the first booking is counted");
+    assertTrue(asks.askedOf.contains("a"), asks.askedOf.toString());
+    assertTrue(lostPrefix.recordCount > 0);
+    for (Frame part : a.snapshot(2)) {
+      table.receive(part, 2);
+    }
+    assertEquals(a.open, view.of("a"), "the snapshot books all three");
+    a.book(W1, 5, 32, true);
+    assertEquals(2, a.renewals, "the sender's dictionary was cleared with the snapshot: whole again");
+    table.receive(a.deltas(), 3);
+    a.book(W0, 5, 24, true);
+    assertEquals(3, a.renewals);
+    table.receive(a.deltas(), 4);
+    assertEquals(a.open, view.of("a"));
+    assertEquals(1, table.renewalsMissed());
+  }
 
   @Test
   void deltasApplyInOrderAndDuplicatesAreDropped() {
@@ -381,6 +428,7 @@ class PeerTableTest {
         }
       }
     }
+    assertTrue(senders[0].renewals + senders[1].renewals > 0, "some predicted bookings went out as renewals");
     for (Sender s : senders) {
       for (Frame part : s.snapshot(3)) {
         table.receive(part, 1000);
