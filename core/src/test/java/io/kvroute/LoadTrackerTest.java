@@ -95,6 +95,22 @@ class LoadTrackerTest {
   }
 
   @Test
+  void aRequestReleasedTwiceWhileAnotherIsOpenCountsEveryBlockKeyItFoundUnbooked() {
+    // Mutation audit: the double release passes the "no active request" guard because b is open, so only the
+    // per-key check sees it. 20 blocks have ceil(20 / SAMPLE) counted keys, none of which is booked any more.
+    LoadTracker load = tracker(1);
+    long[] a = HASHER.sequenceHashes(Fixtures.prompt(21, 20 * 16));
+    long[] b = HASHER.sequenceHashes(Fixtures.prompt(22, 12 * 16));
+    load.book(0, GEN, 0, a, a.length);
+    load.book(0, GEN, 0, b, b.length);
+    load.releaseRequest(0, GEN, a, a.length);
+    assertEquals(0, load.overReleases());
+    load.releaseRequest(0, GEN, a, a.length);
+    assertEquals((20 + LoadTracker.SAMPLE - 1) / LoadTracker.SAMPLE, load.overReleases());
+    assertEquals(12, load.activeBlocks(0), "b's blocks are untouched by a's second release");
+  }
+
+  @Test
   void releasesOfAnEndedRegistrationNeverTouchTheNextOne() {
     LoadTracker load = tracker(1);
     long[] a = HASHER.sequenceHashes(Fixtures.prompt(12, 20 * 16));

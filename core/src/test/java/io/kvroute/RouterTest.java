@@ -367,4 +367,29 @@ class RouterTest {
       r.addWorker(Worker.of(A));
     }).getMessage().contains("already registered"));
   }
+
+  @Test
+  void aPolicyChoosingOutOfRangeIsRefusedAndBooksNothing() {
+    // Mutation audit: with the bound check off by one, index size() slipped through to a null or stale slot.
+    for (int bad : new int[] {-1, 2, 3}) {
+      Router router = Router.newBuilder().policy(new RouterPolicy() {
+        @Override
+        public int select(Candidates candidates) {
+          return bad == 2 ? candidates.size() : bad;
+        }
+
+        @Override
+        public String name() {
+          return "out-of-range";
+        }
+      }).build();
+      router.addWorker(Worker.of(A));
+      router.addWorker(Worker.of(B));
+      IllegalStateException e = assertThrows(IllegalStateException.class,
+          () -> router.select(Fixtures.prompt(bad + 50, 64)), "choice " + bad);
+      assertTrue(e.getMessage().contains("out-of-range") && e.getMessage().contains("of 2"), e.getMessage());
+      assertEquals(0, router.activeRequests(A) + router.activeRequests(B), "nothing booked for choice " + bad);
+      assertEquals(0, router.openBookings());
+    }
+  }
 }

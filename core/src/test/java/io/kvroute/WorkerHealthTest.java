@@ -260,4 +260,74 @@ class WorkerHealthTest {
     assertNull(router.health(B));
     assertEquals(false, router.drain(B));
   }
+
+  // Mutation audit (docs/TEST-AUDIT.md): the three tests below each fail on a one-line bug no other test caught.
+
+  private static RouteRequest onlyTo(WorkerId worker, long seed) {
+    return RouteRequest.newBuilder(Fixtures.prompt(seed, 64)).allowedWorkers(Set.of(worker)).build();
+  }
+
+  private static void eject(Router router, WorkerId worker) {
+    for (int i = 0; i < Router.DEFAULT_EJECT_AFTER_FAILURES; i++) {
+      router.reportFailure(worker, FailureKind.CONNECT_FAILED);
+    }
+  }
+
+  @Test
+  void aSuccessReportedInsideTheBackoffDoesNotReadmit() {
+    // The outcome of a request begun before the ejection is no evidence the worker recovered (CONTRACTS.md 1).
+    Router router = router(A, B);
+    eject(router, A);
+    ticker.advance(Duration.ofMillis(500));
+    router.reportSuccess(A);
+    assertEquals(HealthState.EJECTED, router.health(A), "a success 500 ms into a 1 s backoff is late");
+    assertEquals(Set.of(B), routedTo(router, 20, 1000));
+    assertEquals(List.of("a:HEALTHY->SUSPECT", "a:SUSPECT->EJECTED"), changes);
+  }
+
+  @Test
+  void aFailureReportedInsideTheBackoffDoesNotProlongIt() {
+    // Ejected at 0 for 1 s; a late failure at 0.5 s must not eject again (which would mean a 2 s backoff from then).
+    Router router = router(A, B);
+    eject(router, A);
+    ticker.advance(Duration.ofMillis(500));
+    router.reportFailure(A, FailureKind.SERVER_ERROR);
+    ticker.advance(Duration.ofMillis(500));
+    try (Routing probe = router.select(onlyTo(A, 1100))) {
+      assertEquals(A, probe.workerId(), "the probe is due 1 s after the ejection");
+    }
+  }
+
+  @Test
+  void closingAnEarlierProbeLateKeepsTheCurrentProbesClaim() {
+    Router router = router(A, B);
+    eject(router, A);
+    ticker.advance(Duration.ofSeconds(1));
+    Routing first = router.select(onlyTo(A, 1200)); // probe 1
+    router.reportSuccess(A); // readmitted; its stream goes on
+    eject(router, A);
+    ticker.advance(Duration.ofSeconds(2));
+    Routing second = router.select(onlyTo(A, 1201)); // probe 2, in flight
+    first.close(); // late: must not free probe 2's claim
+    NoWorkerAvailableException e = assertThrows(NoWorkerAvailableException.class,
+        () -> router.select(onlyTo(A, 1202)), "a second concurrent probe");
+    assertEquals(NoWorkerAvailableException.Reason.ALL_UNHEALTHY, e.reason());
+    second.close(); // ends without a report: the next request may probe
+    router.select(onlyTo(A, 1203)).close();
+  }
+
+  @Test
+  void oneDrainingAndOneEjectedWorkerIsAllUnhealthyNotAllDraining() {
+    // ALL_DRAINING only when every worker that could serve is draining: here one is, the other is ejected.
+    Router router = router(A, B);
+    router.drain(A);
+    eject(router, B);
+    NoWorkerAvailableException e = assertThrows(NoWorkerAvailableException.class,
+        () -> router.select(Fixtures.prompt(1300, 64)));
+    assertEquals(NoWorkerAvailableException.Reason.ALL_UNHEALTHY, e.reason());
+    assertTrue(e.getMessage().contains("1 draining"), e.getMessage());
+    router.undrain(A);
+    router.drain(B);
+    assertEquals(A, router.select(Fixtures.prompt(1301, 64)).workerId(), "undrained A serves again");
+  }
 }
