@@ -27,6 +27,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.LongStream;
 import mockwebserver3.MockResponse;
@@ -329,6 +330,31 @@ class ForwarderFailureTest {
           assertEquals(HealthState.EJECTED, router.health(id));
         }
       }
+    }
+  }
+
+  @Test
+  void aStreamSilentForTheIdleTimeoutAfterItsHeadersIsATimeoutNotACut() throws Exception {
+    // Mutation audit: reporting every mid-stream IOException as STREAM_CUT went unnoticed; a stall is TIMEOUT.
+    Transitions transitions = new Transitions();
+    Router router = Router.newBuilder().listener(transitions).build();
+    WorkerId id = WorkerId.of("stalls");
+    String first = "data: {\"choices\":[{\"text\":\" a\"}]}\n\n";
+    try (MockWebServer server = new MockWebServer()) {
+      server.start();
+      router.addWorker(Worker.of(id, URI.create(server.url("/").toString())));
+      RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).idleTimeout(Duration.ofMillis(300)).build();
+      server.enqueue(new MockResponse.Builder().setHeader("Content-Type", "text/event-stream")
+          .body(first + "data: {\"choices\":[{\"text\":\" b\"}]}\n\ndata: [DONE]\n\n")
+          .bodyDelay(5, TimeUnit.SECONDS).build()); // the headers, then 5 s of silence
+      try (ForwardedResponse response = forwarder.forward(ForwardRequest.newBuilder("/v1/completions",
+          completion("x", 2, true)).tokens(new int[] {1, 2, 3}).build())) {
+        assertThrows(IOException.class, () -> response.body().string());
+      }
+      assertEquals(HealthState.SUSPECT, router.health(id));
+      String last = transitions.seen.get(transitions.seen.size() - 1);
+      assertTrue(last.contains("TIMEOUT") && !last.contains("STREAM_CUT"), transitions.seen.toString());
+      assertEquals(0, router.activeRequests(id), "the stalled stream's booking is released");
     }
   }
 
