@@ -39,7 +39,8 @@ import java.util.function.IntToDoubleFunction;
  * Arguments: the driver ({@code select}: {@code select} plus {@code close} of 2,048-token prompts, 64 workers, 1M
  * indexed blocks, ns per call; {@code hash}: {@link BlockHasher#sequenceHashes} of a 2,048-token prompt, ns per
  * prompt; {@code decode} / {@code ingest}: a 128-block batch of 16-block events decoded into columns, and applied
- * to a 1M-block index, ns per block; {@code apply}: the same batches decoded beforehand, applied only),
+ * to a 1M-block index, ns per block ({@code decodeStores} / {@code decodeRemovals}: only the stream's store or
+ * removal batches decoded); {@code apply}: the same batches decoded beforehand, applied only),
  * {@code HIT}, {@code MISS} or (for {@code select}) {@code PARTIAL} (one worker holds the prompt to a random
  * depth, from one block to all but the last, and no worker the rest), distinct prompts (1: in cache, 512: cold),
  * rounds, calls per round, then
@@ -284,9 +285,14 @@ public final class SameJvmAb {
           break;
         default:
           ops = 0;
+          // decodeStores / decodeRemovals: only the stream's store batches (its first half) or its removal batches
+          int cycle = kind.equals("decodeStores") || kind.equals("decodeRemovals") ? payloads.length / 2
+              : payloads.length;
+          int offset = kind.equals("decodeRemovals") ? cycle : 0;
           for (int i = 0; i < reps; i++) {
             int at = next;
-            next = at + 1 == payloads.length ? 0 : at + 1;
+            next = at + 1 == cycle ? 0 : at + 1;
+            at += offset;
             columns.clear();
             KvEventCodec.decodeInto(payloads[at], 0, payloads[at].length, columns);
             if (kind.equals("ingest")) {

@@ -517,6 +517,11 @@ public final class KvEventCodec {
     private boolean event() {
       if (columns != null) {
         columns.discardOpen(); // what a malformed or skipped event before this one appended
+        // A removal in vLLM's layout sets every field its commit reads (kind, haveHashes, medium, groupIndex), so
+        // the rest are reset only for the other events: 13 stores fewer for most events of a stream.
+        if (removalInVllmLayout()) {
+          return build();
+        }
       }
       built = null;
       kind = -1;
@@ -534,9 +539,6 @@ public final class KvEventCodec {
       cacheSalt = null;
       groupIndex = -1;
       specKind = null;
-      if (columns != null && removalInVllmLayout()) {
-        return build();
-      }
       int type = r.peekType();
       if (type == MsgpackReader.MAP) {
         mapEvent();
@@ -559,8 +561,11 @@ public final class KvEventCodec {
       if (r.remaining() < REMOVED_HEAD.length || !r.regionEquals(start, REMOVED_HEAD)) {
         return false;
       }
-      r.position(start + REMOVED_HEAD.length);
       kind = KIND_REMOVED;
+      if (usualRemovalTail(start + REMOVED_HEAD.length, r.remaining() - REMOVED_HEAD.length)) {
+        return true;
+      }
+      r.position(start + REMOVED_HEAD.length);
       hashes();
       if (r.remaining() >= MEDIUM_KEY.length && r.regionEquals(r.position(), MEDIUM_KEY)) {
         r.position(r.position() + MEDIUM_KEY.length);
@@ -577,6 +582,56 @@ public final class KvEventCodec {
       haveHashes = false;
       medium = null;
       return false;
+    }
+
+    /**
+     * The rest of a removal in vLLM's layout, from {@code at} ({@code left} bytes on), when it is what vLLM writes:
+     * one hash in 8 bytes (uint 64 or int 64), the medium {@code "GPU"} or nil, the group a positive fixint or
+     * nil. Reads at fixed offsets and moves the reader once, at the end (each read through the reader's methods
+     * stores and reloads its position, a chain of dependent steps through memory); appends the hash and sets what
+     * {@link #build} commits, as the general path would. Returns false, with nothing consumed or appended, for
+     * anything else.
+     */
+    private boolean usualRemovalTail(int at, int left) {
+      int longest = 10 + MEDIUM_KEY.length + 4 + GROUP_KEY.length + 1;
+      if (left < longest || r.byteAt(at) != (byte) 0x91) {
+        return false;
+      }
+      int hashHead = r.byteAt(at + 1) & 0xFF;
+      if (hashHead != 0xCF && hashHead != 0xD3) {
+        return false;
+      }
+      long hash = r.longAt(at + 2);
+      int q = at + 10;
+      if (!r.regionEquals(q, MEDIUM_KEY)) {
+        return false;
+      }
+      q += MEDIUM_KEY.length;
+      String usualMedium;
+      int mediumHead = r.byteAt(q) & 0xFF;
+      if (mediumHead == 0xC0) {
+        usualMedium = null;
+        q++;
+      } else if (mediumHead == 0xA3 && r.byteAt(q + 1) == 'G' && r.byteAt(q + 2) == 'P' && r.byteAt(q + 3) == 'U') {
+        usualMedium = KNOWN_MEDIA[0];
+        q += 4;
+      } else {
+        return false;
+      }
+      if (!r.regionEquals(q, GROUP_KEY)) {
+        return false;
+      }
+      q += GROUP_KEY.length;
+      int groupHead = r.byteAt(q) & 0xFF;
+      if (groupHead > 0x7F && groupHead != 0xC0) {
+        return false;
+      }
+      columns.appendHash(hash);
+      haveHashes = true;
+      medium = usualMedium;
+      groupIndex = groupHead == 0xC0 ? -1 : groupHead;
+      r.position(q + 1);
+      return true;
     }
 
     private void mapEvent() {
@@ -759,7 +814,7 @@ public final class KvEventCodec {
       haveHashes = true;
       if (columns != null) {
         columns.discardOpenHashes(); // a repeated key: the last one counts, as in object mode
-        for (int i = 0; i < n; i++) {
+        for (int i = r.readInt64Run(n, columns); i < n; i++) {
           columns.appendHash(hash());
         }
         return null;
@@ -811,7 +866,7 @@ public final class KvEventCodec {
         into.discardOpenTokens(); // a repeated key: the last one counts, as in object mode
       }
       int[] out = into == null ? new int[n] : null;
-      for (int i = 0; i < n; i++) {
+      for (int i = into == null ? 0 : r.readUint32Run(n, into); i < n; i++) {
         int token;
         long plain = r.readUint32OrMinusOne(); // the common case, every id in [0, 2^32) (stored as its low 32 bits)
         if (plain >= 0) {

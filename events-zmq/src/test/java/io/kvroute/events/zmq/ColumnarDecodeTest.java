@@ -145,8 +145,13 @@ class ColumnarDecodeTest {
           int n = r.nextInt(10) == 0 ? 0 : 1 + r.nextInt(3);
           w.writeArrayHeader(n);
           for (int h = 0; h < n; h++) {
-            if (r.nextInt(30) == 0) {
+            int form = r.nextInt(30);
+            if (form == 0) {
               w.writeString("not a hash");
+            } else if (form < 4) { // small, as an engine's minimal encoding writes such a hash: not 8 bytes
+              w.writeUnsigned(r.nextInt(1 << (8 * form)));
+            } else if (form < 7) {
+              w.writeInt(-1 - r.nextLong(Long.MAX_VALUE)); // a negative hash (int 64, or shorter when small)
             } else {
               w.writeUnsigned(r.nextLong());
             }

@@ -53,6 +53,110 @@ class MsgpackReaderTest {
     }
   }
 
+  /**
+   * {@link MsgpackReader#readUint32Run}, the columns' token loop, against {@link MsgpackReader#readUint32OrMinusOne}
+   * value by value: over a random sequence of values (mostly plain unsigned ones, in any width, now and then
+   * something else) and a random bound, it appends exactly the plain values the value-by-value reader reads from
+   * the start, stops before the first other value, at the bound or where fewer than 8 bytes remain after a value's
+   * head, and leaves the position after the last value it appended.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void aRunReadsWhatValueByValueReads(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    for (int n = 0; n < 500; n++) {
+      java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+      int before = random.nextInt(4);
+      for (int i = 0; i < before; i++) {
+        bytes.write(random.nextInt(256));
+      }
+      int values = random.nextInt(40);
+      boolean rare = random.nextInt(4) == 0; // sequences with another value now and then
+      for (int i = 0; i < values; i++) {
+        byte[] value = rare && random.nextInt(10) == 0 ? randomValue(random) : randomValue(random, 4);
+        bytes.write(value, 0, value.length);
+      }
+      for (int i = random.nextInt(10); i > 0; i--) {
+        bytes.write(random.nextInt(256));
+      }
+      byte[] payload = bytes.toByteArray();
+      int max = random.nextInt(3) == 0 ? random.nextInt(values + 1) : Integer.MAX_VALUE;
+      io.kvroute.KvEventColumns run = new io.kvroute.KvEventColumns();
+      MsgpackReader fast = new MsgpackReader(payload, before, payload.length - before);
+      int read = fast.readUint32Run(max, run);
+      MsgpackReader slow = new MsgpackReader(payload, before, payload.length - before);
+      String what = name + ", case " + n + ": " + Hex.of(payload) + ", bound " + max;
+      io.kvroute.KvEventColumns expected = new io.kvroute.KvEventColumns();
+      int count = 0;
+      while (count < max) {
+        int at = slow.position();
+        if (payload.length - at < Long.BYTES) {
+          break;
+        }
+        long v = slow.readUint32OrMinusOne();
+        if (v < 0) {
+          break;
+        }
+        expected.appendToken((int) v);
+        count++;
+      }
+      assertEquals(count, read, what);
+      assertEquals(slow.position(), fast.position(), what);
+      run.commitStored(false, 0, 1, io.kvroute.StorageTier.GPU, null, null, null, -1);
+      expected.commitStored(false, 0, 1, io.kvroute.StorageTier.GPU, null, null, null, -1);
+      assertEquals(expected.event(0), run.event(0), what);
+    }
+  }
+
+  /**
+   * {@link MsgpackReader#readInt64Run}, the columns' hash loop, against {@link MsgpackReader#readLong} value by
+   * value: over random sequences of integers (mostly 8-byte ones, now and then shorter or something else) and a
+   * random bound, it appends exactly the leading 8-byte integers (uint 64 or int 64) that fit, up to the bound,
+   * with the values readLong reads, and leaves the position after the last.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("seeds")
+  void aHashRunReadsWhatValueByValueReads(String name, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    for (int n = 0; n < 500; n++) {
+      java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+      int before = random.nextInt(4);
+      for (int i = 0; i < before; i++) {
+        bytes.write(random.nextInt(256));
+      }
+      int values = random.nextInt(20);
+      for (int i = 0; i < values; i++) {
+        int form = random.nextInt(12);
+        byte[] value = form == 0 ? randomValue(random) : be(form % 2 == 0 ? 0xCF : 0xD3, random.nextLong(), 8);
+        bytes.write(value, 0, value.length);
+      }
+      byte[] payload = bytes.toByteArray();
+      int cut = payload.length - random.nextInt(Math.min(payload.length - before, 4) + 1); // a truncated last, now and then
+      payload = java.util.Arrays.copyOf(payload, cut);
+      int max = random.nextInt(3) == 0 ? random.nextInt(values + 1) : Integer.MAX_VALUE;
+      io.kvroute.KvEventColumns run = new io.kvroute.KvEventColumns();
+      MsgpackReader fast = new MsgpackReader(payload, before, payload.length - before);
+      int read = fast.readInt64Run(max, run);
+      MsgpackReader slow = new MsgpackReader(payload, before, payload.length - before);
+      String what = name + ", case " + n + ": " + Hex.of(payload) + ", bound " + max;
+      io.kvroute.KvEventColumns expected = new io.kvroute.KvEventColumns();
+      int count = 0;
+      while (count < max && payload.length - slow.position() >= 9) {
+        int head = payload[slow.position()] & 0xFF;
+        if (head != 0xCF && head != 0xD3) {
+          break;
+        }
+        expected.appendHash(slow.readLong());
+        count++;
+      }
+      assertEquals(count, read, what);
+      assertEquals(slow.position(), fast.position(), what);
+      run.commitRemoved(io.kvroute.StorageTier.GPU, -1);
+      expected.commitRemoved(io.kvroute.StorageTier.GPU, -1);
+      assertEquals(expected.event(0), run.event(0), what);
+    }
+  }
+
   /** The map-key comparison: equal exactly when every byte is, whichever byte differs, at any length and offset. */
   @ParameterizedTest(name = "{0}")
   @MethodSource("seeds")
@@ -89,7 +193,12 @@ class MsgpackReaderTest {
 
   /** One msgpack value: an unsigned integer in a random encoding wide enough for it, or something else. */
   private static byte[] randomValue(SplittableRandom random) {
-    switch (random.nextInt(8)) {
+    return randomValue(random, 8);
+  }
+
+  /** {@link #randomValue(SplittableRandom)} of the first {@code kinds} kinds: 4 for plain unsigned integers only. */
+  private static byte[] randomValue(SplittableRandom random, int kinds) {
+    switch (random.nextInt(kinds)) {
       case 0:
         return new byte[] {(byte) random.nextInt(0x80)}; // positive fixint
       case 1:
