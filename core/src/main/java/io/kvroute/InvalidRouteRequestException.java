@@ -8,7 +8,7 @@ import java.util.Objects;
 public final class InvalidRouteRequestException extends RoutingException {
   private static final long serialVersionUID = 1L;
 
-  /** What is wrong with the request. */
+  /** What is wrong with the request; immutable (an enum), thread-safe. */
   public enum Reason {
     /** The prompt has no tokens. */
     EMPTY_PROMPT,

@@ -12,7 +12,7 @@ import java.util.Objects;
 public final class NoWorkerAvailableException extends RoutingException {
   private static final long serialVersionUID = 1L;
 
-  /** Why no worker was available, checked in this order. */
+  /** Why no worker was available, checked in this order; immutable (an enum), thread-safe. */
   public enum Reason {
     /** No worker is registered. */
     NO_WORKERS,

@@ -23,9 +23,9 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The contract every {@link RouterPolicy} keeps, as an abstract JUnit 5 test: extend it and return your policy from
- * {@link #policy()}; every test runs over {@link #seeds()} seeded random clusters and request streams through a real
- * {@link Router}. Not thread-safe (JUnit creates an instance per test).
+ * The contract every {@link RouterPolicy} keeps, as an abstract JUnit 5 test; not thread-safe (JUnit creates an
+ * instance per test). Extend it and return your policy from {@link #policy()}; every test runs over
+ * {@link #seeds()} seeded random clusters and request streams through a real {@link Router}.
  *
  * <pre>{@code
  * class MostCachedPolicyTest extends RouterPolicyContract {

@@ -78,5 +78,8 @@ class TestkitTest {
     assertEquals(Fixtures.engineHash(5, seq[1]), stored.blockHashes()[1]);
     assertNotEquals(Fixtures.engineHash(6, seq[1]), stored.blockHashes()[1]);
     assertEquals(90, Fixtures.concat(Fixtures.prompt(1, 40), Fixtures.prompt(2, 50)).length);
+    // Mutation audit: an engine's BlockStored carries the token ids of its full blocks only (40 tokens: 2 x 16).
+    assertEquals(java.util.Arrays.toString(java.util.Arrays.copyOf(tokens, 32)),
+        java.util.Arrays.toString(stored.tokenIds()));
   }
 }

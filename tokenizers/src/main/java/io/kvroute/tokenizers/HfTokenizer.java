@@ -375,8 +375,8 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   }
 
   /**
-   * Which implementation encodes text with the {@code tokenizer.json}; both give the same ids, id for id, where
-   * both apply.
+   * Which implementation encodes text with the {@code tokenizer.json} (an enum: immutable, thread-safe); both give
+   * the same ids, id for id, where both apply.
    */
   public enum Engine {
     /** {@link #JAVA} when it supports the {@code tokenizer.json}, else {@link #NATIVE} (the default). */

@@ -220,6 +220,24 @@ class PrefixCacheTest {
   }
 
   @Test
+  void aTextTooLargeForTheBoundIsEncodedButNotCachedAndEvictsNothing() {
+    // Mutation audit: storing such an entry anyway pushed the cache past its bound (evict() spares the newest
+    // group) and evicted everything else. Encoder: one id per char, an independent model of "encode".
+    PrefixCache.Encoder chars = text -> text.chars().toArray();
+    long bound = 200; // one small entry fits: 2 * 4 chars + 4 * 4 ids + 64 (group) + 96 (entry) = 184 bytes
+    PrefixCache cache = new PrefixCache(List.of(
+        new TokenizerFiles.AddedToken(1, "<a>", true, false, false, false, false)), bound);
+    String small = "<a>y";
+    assertArrayEquals(small.chars().toArray(), cache.encode(small, chars));
+    assertEquals(1, cache.size());
+    String large = "<a>" + "x".repeat(200) + "<a>"; // a new boundary at 206: the entry it would store is ~1.4 KB
+    assertArrayEquals(large.chars().toArray(), cache.encode(large, chars));
+    assertTrue(cache.bytes() <= bound, "bytes " + cache.bytes());
+    assertEquals(1, cache.size(), "the small entry is still cached");
+    assertArrayEquals(small.chars().toArray(), cache.encode(small, chars));
+  }
+
+  @Test
   void boundariesAreTheEndsOfLeftmostLongestMatches() throws IOException {
     PrefixCache cache = new PrefixCache(List.of(
         new TokenizerFiles.AddedToken(1, "<a>", true, false, false, false, false),

@@ -170,4 +170,50 @@ class FirstTokenScannerTest {
     // ~1 MB scanned; a per-event allocation would be >= 160 KB. The bound leaves room for the measuring itself.
     assertTrue(allocated < 16_384, "allocated " + allocated + " bytes over 10,000 events");
   }
+
+  // Mutation audit (docs/TEST-AUDIT.md): each test below fails on a one-line bug that no test caught.
+
+  /** The byte (1-based) at which accept first returned true, or -1. */
+  private static long firstTokenAt(FirstTokenScanner scanner, byte[] bytes) {
+    for (int i = 0; i < bytes.length; i++) {
+      if (scanner.accept(bytes[i])) {
+        return i + 1;
+      }
+    }
+    return -1;
+  }
+
+  @Test
+  void anEventLongerThanTheBoundIsTheFirstTokenAtItsBoundthByte() {
+    // No line end at all: without the bound the scanner would buffer the whole body and never fire.
+    byte[] endless = ("data: {\"choices\":[{\"text\":\"" + "x".repeat(FirstTokenScanner.MAX_EVENT_BYTES))
+        .getBytes(StandardCharsets.UTF_8);
+    FirstTokenScanner scanner = new FirstTokenScanner(true);
+    assertEquals(FirstTokenScanner.MAX_EVENT_BYTES + 1L, firstTokenAt(scanner, endless));
+    assertTrue(scanner.seen());
+    assertFalse(scanner.failed() || scanner.rejected());
+  }
+
+  @Test
+  void theRoleChunkAndUsageChunksAreNotTheFirstToken() {
+    // vLLM's chat stream opens the assistant's turn with an empty content before any output.
+    String role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    String usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9}}\n\n";
+    String empty = "data: {\"choices\":[{\"delta\":{\"content\":\"\",\"tool_calls\":[]}}]}\n\n";
+    String output = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
+    byte[] stream = (role + usage + empty + output).getBytes(StandardCharsets.UTF_8);
+    // The token completes at the blank line ending the output event: the stream's last byte.
+    assertEquals(stream.length, firstTokenAt(new FirstTokenScanner(true), stream));
+  }
+
+  @Test
+  void anErrorCodeBeyondAnIntAfterTheFirstTokenIsTheEnginesFailure() {
+    // 2^32 + 400 and 10^10 + 404 wrap to 4xx in a 32-bit accumulator; neither is an HTTP status.
+    for (String code : new String[] {"4294967696", "10000000404", "400000000000000000000"}) {
+      FirstTokenScanner scanner = feed("data: {\"choices\":[{\"text\":\" a\"}]}\n\n"
+          + "data: {\"error\": {\"message\": \"x\", \"code\": " + code + "}}\n\n");
+      assertTrue(scanner.failed(), code);
+      assertFalse(scanner.rejected(), code);
+    }
+  }
 }

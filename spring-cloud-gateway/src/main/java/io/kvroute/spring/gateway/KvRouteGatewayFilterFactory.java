@@ -41,7 +41,7 @@ public class KvRouteGatewayFilterFactory extends AbstractGatewayFilterFactory<Kv
 
   private final KvRouteFilter filter;
 
-  /** The per-route settings of the filter; none yet (everything is under {@code kvroute.*}). */
+  /** The per-route settings of the filter, none yet (all is under {@code kvroute.*}); not thread-safe (bound once). */
   public static class Config {}
 
   KvRouteGatewayFilterFactory(Router router, Tokenizer tokenizer, Scheduler tokenizerScheduler,

@@ -74,7 +74,7 @@ public class KvRouteProperties {
   private final Headers headers = new Headers();
   private final Health health = new Health();
 
-  /** The routing policies, by their property value ({@code kv-aware}, {@code cache-affinity}, …). */
+  /** The routing policies, by their property value ({@code kv-aware}, {@code cache-affinity}, …); an enum. */
   public enum PolicyName {
     /** Dynamo's KV-aware cost: prefill tokens not cached plus decode load ({@code kvroute.kv-aware.*}). */
     KV_AWARE,
@@ -370,8 +370,8 @@ public class KvRouteProperties {
   }
 
   /**
-   * When a failing worker is taken out of routing: consecutive refused connections, 5xx responses and cut streams
-   * eject it; after a backoff one request probes it.
+   * When a failing worker is taken out of routing, not thread-safe (bound once at start-up): consecutive refused
+   * connections, 5xx responses and cut streams eject it; after a backoff one request probes it.
    */
   public static class Health {
     /** How many consecutive failures eject a worker. */
@@ -447,7 +447,10 @@ public class KvRouteProperties {
     }
   }
 
-  /** One worker: an engine server's HTTP base URL and, optionally, where it publishes its KV events. */
+  /**
+   * One worker: an engine server's HTTP base URL and, optionally, where it publishes its KV events; not thread-safe
+   * (bound once at start-up).
+   */
   public static class WorkerProperties {
     /** The worker's name, unique among the workers; defaults to its URL's host and port. */
     private @Nullable String id;
@@ -610,7 +613,10 @@ public class KvRouteProperties {
     }
   }
 
-  /** Parameters of the {@code kv-aware} and {@code approximate} policies' cost. */
+  /**
+   * Parameters of the {@code kv-aware} and {@code approximate} policies' cost; not thread-safe (bound once at
+   * start-up).
+   */
   public static class KvAware {
     /** Weight of the prefill term; higher favours cache hits (TTFT), lower favours balance. 1.0 is Dynamo's. */
     private double overlapWeight = 1.0;
@@ -689,7 +695,7 @@ public class KvRouteProperties {
     }
   }
 
-  /** Parameters of the {@code cache-affinity} policy. */
+  /** Parameters of the {@code cache-affinity} policy; not thread-safe (bound once at start-up). */
   public static class CacheAffinity {
     /** How many leading blocks identify a prefix's home worker. */
     private int homeBlocks = 8;
@@ -765,7 +771,7 @@ public class KvRouteProperties {
     }
   }
 
-  /** Parameters of the {@code approximate} policy's own predictions. */
+  /** Parameters of the {@code approximate} policy's own predictions; not thread-safe (bound once at start-up). */
   public static class Approximate {
     /** How long a routed prompt is assumed to stay cached on its worker. */
     private Duration ttl = Duration.ofSeconds(120);
@@ -814,7 +820,10 @@ public class KvRouteProperties {
     }
   }
 
-  /** The KV event subscriber (ZeroMQ), started when a worker names an events endpoint. */
+  /**
+   * The KV event subscriber (ZeroMQ), started when a worker names an events endpoint; not thread-safe (bound once at
+   * start-up).
+   */
   public static class Events {
     /** Whether to subscribe to the workers' KV events. */
     private boolean enabled = true;
@@ -863,7 +872,10 @@ public class KvRouteProperties {
     }
   }
 
-  /** The scraper of the engines' Prometheus {@code /metrics} (running and waiting requests, KV cache usage). */
+  /**
+   * The scraper of the engines' Prometheus {@code /metrics} (running and waiting requests, KV cache usage); not
+   * thread-safe (bound once at start-up).
+   */
   public static class Metrics {
     /** Whether to scrape the workers' engine metrics into the router's load view. */
     private boolean enabled = true;
@@ -958,8 +970,8 @@ public class KvRouteProperties {
   }
 
   /**
-   * How prompts become token ids: a local tokenizer when {@code path} is set and {@code kvroute-tokenizers} is on
-   * the classpath, else the engines' {@code POST /tokenize}.
+   * How prompts become token ids, not thread-safe (bound once at start-up): a local tokenizer when {@code path} is
+   * set and {@code kvroute-tokenizers} is on the classpath, else the engines' {@code POST /tokenize}.
    */
   public static class TokenizerProperties {
     /**
@@ -1062,7 +1074,10 @@ public class KvRouteProperties {
     }
   }
 
-  /** Response headers describing the routing decision (off by default: they disclose the topology). */
+  /**
+   * Response headers describing the routing decision (off by default: they disclose the topology); not thread-safe
+   * (bound once at start-up).
+   */
   public static class Headers {
     /** Whether to add the headers to routed responses. */
     private boolean enabled = false;

@@ -35,7 +35,7 @@ public final class ResponseRelay {
 
   private ResponseRelay() {}
 
-  /** How a relay ended. */
+  /** How a relay ended; immutable (an enum), thread-safe. */
   public enum Outcome {
     /** The whole upstream body reached the client. */
     COMPLETED,

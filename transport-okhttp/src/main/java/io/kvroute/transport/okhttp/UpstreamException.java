@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
 public final class UpstreamException extends RoutingException {
   private static final long serialVersionUID = 1L;
 
-  /** What failed, with its HTTP status. */
+  /** What failed, with its HTTP status; immutable (an enum), thread-safe. */
   public enum Reason {
     /**
      * No worker could be connected to (refused, unreachable, connect timeout, no endpoint) in any attempt: the

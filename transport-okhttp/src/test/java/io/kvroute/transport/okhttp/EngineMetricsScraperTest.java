@@ -279,6 +279,33 @@ class EngineMetricsScraperTest {
   }
 
   @Test
+  void aWorkerWhoseMetricsStartFailingIsReportedToTheRouterAndLosesItsLastLoad() throws Exception {
+    // Mutation audit: the listener and counters heard the failure but the router did not, so a dead worker kept
+    // looking idle (its last EngineLoad) and healthy. Each failure kind must reach Router.reportFailure.
+    Router router = Router.newBuilder().build();
+    WorkerId id = WorkerId.of("flaky");
+    String metrics = PrometheusTextTest.resource("vllm-v1-metrics.txt");
+    try (MockWebServer server = new MockWebServer()) {
+      server.start();
+      router.addWorker(Worker.of(id, uri(server)));
+      try (EngineMetricsScraper scraper = EngineMetricsScraper.newBuilder(router).client(CLIENT).build()) {
+        for (MockResponse failing : List.of(new MockResponse.Builder().code(500).body("boom").build(),
+            new MockResponse.Builder().body("<html>not metrics</html>").build())) {
+          server.enqueue(new MockResponse.Builder().body(metrics).build());
+          scraper.scrapeNow();
+          assertTrue(router.workers().engineLoad(id) != null, "the first scrape sets a load");
+          assertEquals(io.kvroute.HealthState.HEALTHY, router.health(id));
+          server.enqueue(failing);
+          scraper.scrapeNow();
+          assertNull(router.workers().engineLoad(id), "a failed scrape forgets the last load");
+          assertEquals(io.kvroute.HealthState.SUSPECT, router.health(id), "a failed scrape makes it suspect");
+          router.reportSuccess(id);
+        }
+      }
+    }
+  }
+
+  @Test
   void lifecycle() throws Exception {
     Router router = Router.newBuilder().build();
     ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor();

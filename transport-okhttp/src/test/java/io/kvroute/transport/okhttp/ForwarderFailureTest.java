@@ -3,6 +3,7 @@ package io.kvroute.transport.okhttp;
 import static io.kvroute.transport.okhttp.TestSupport.MODEL;
 import static io.kvroute.transport.okhttp.TestSupport.words;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -26,6 +27,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.LongStream;
 import mockwebserver3.MockResponse;
@@ -332,6 +334,31 @@ class ForwarderFailureTest {
   }
 
   @Test
+  void aStreamSilentForTheIdleTimeoutAfterItsHeadersIsATimeoutNotACut() throws Exception {
+    // Mutation audit: reporting every mid-stream IOException as STREAM_CUT went unnoticed; a stall is TIMEOUT.
+    Transitions transitions = new Transitions();
+    Router router = Router.newBuilder().listener(transitions).build();
+    WorkerId id = WorkerId.of("stalls");
+    String first = "data: {\"choices\":[{\"text\":\" a\"}]}\n\n";
+    try (MockWebServer server = new MockWebServer()) {
+      server.start();
+      router.addWorker(Worker.of(id, URI.create(server.url("/").toString())));
+      RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).idleTimeout(Duration.ofMillis(300)).build();
+      server.enqueue(new MockResponse.Builder().setHeader("Content-Type", "text/event-stream")
+          .body(first + "data: {\"choices\":[{\"text\":\" b\"}]}\n\ndata: [DONE]\n\n")
+          .bodyDelay(5, TimeUnit.SECONDS).build()); // the headers, then 5 s of silence
+      try (ForwardedResponse response = forwarder.forward(ForwardRequest.newBuilder("/v1/completions",
+          completion("x", 2, true)).tokens(new int[] {1, 2, 3}).build())) {
+        assertThrows(IOException.class, () -> response.body().string());
+      }
+      assertEquals(HealthState.SUSPECT, router.health(id));
+      String last = transitions.seen.get(transitions.seen.size() - 1);
+      assertTrue(last.contains("TIMEOUT") && !last.contains("STREAM_CUT"), transitions.seen.toString());
+      assertEquals(0, router.activeRequests(id), "the stalled stream's booking is released");
+    }
+  }
+
+  @Test
   void everyAttemptOutcomeIsReportedToTheHealthModel() throws Exception {
     Transitions transitions = new Transitions();
     Router router = Router.newBuilder().listener(transitions).build();
@@ -451,6 +478,32 @@ class ForwarderFailureTest {
       }
       assertEquals(0, router.activeRequests(WorkerId.of("sim")));
     }
+  }
+
+  @Test
+  void eachTokenizerStatusMapsToTheGatewaysTypedFailure() throws Exception {
+    // Mutation audit: the 4xx statuses that mean "the prompt is bad" (vLLM answers 400; a proxy in front of it may
+    // answer 413 or 422) are the client's fault, 404 is an unknown model, anything else the tokenizer's failure.
+    Router router = Router.newBuilder().build();
+    router.addWorker(Worker.newBuilder(WorkerId.of("w")).endpoint(Worker.HTTP, TestSupport.deadEndpoint())
+        .model(MODEL).build());
+    int[] statuses = {400, 413, 422, 404, 500, 503};
+    try (MockWebServer tokenizer = new MockWebServer()) {
+      tokenizer.start();
+      RoutingForwarder forwarder = RoutingForwarder.newBuilder(router).tokenizer(OkHttpTokenizer.newBuilder()
+          .endpoint(URI.create(tokenizer.url("/").toString())).build()).build();
+      for (int status : statuses) {
+        tokenizer.enqueue(new MockResponse.Builder().code(status)
+            .body("{\"error\":{\"message\":\"refused " + status + "\"}}").build());
+        RuntimeException e = assertThrows(RuntimeException.class, () -> forwarder.forward(ForwardRequest
+            .newBuilder("/v1/completions", completion("hello", 1, false)).build()).close(), "status " + status);
+        io.kvroute.RoutingException typed = assertInstanceOf(io.kvroute.RoutingException.class, e);
+        int expected = status == 404 ? 404 : status < 500 ? 400 : 502;
+        assertEquals(expected, typed.httpStatus(), "tokenizer status " + status + ": " + e);
+        assertTrue(e.getMessage().contains("refused " + status), e.getMessage());
+      }
+    }
+    assertEquals(0, router.activeRequests(WorkerId.of("w")), "nothing was routed");
   }
 
   @Test

@@ -42,10 +42,13 @@ class ForwarderSecurityTest {
     attacker.start();
     router = Router.newBuilder().build();
     router.addWorker(Worker.of(WorkerId.of("w"), URI.create(worker.url("/vllm/").toString())));
-    // A short read timeout, so that a request wrongly sent to a server with nothing to answer fails the test
-    // instead of hanging it.
+    // Short budgets, so that a request wrongly sent to a server with nothing to answer fails the test instead of
+    // hanging it. (A client's readTimeout does not do it: the forwarder sets its own from responseTimeout and
+    // idleTimeout, so the mutation audit found this test blocked for the 10-minute default instead of failing.)
     forwarder = RoutingForwarder.newBuilder(router)
-        .client(new okhttp3.OkHttpClient.Builder().readTimeout(java.time.Duration.ofSeconds(2)).build())
+        .responseTimeout(java.time.Duration.ofSeconds(2))
+        .idleTimeout(java.time.Duration.ofSeconds(2))
+        .firstByteTimeout(java.time.Duration.ofSeconds(2))
         .build();
   }
 
