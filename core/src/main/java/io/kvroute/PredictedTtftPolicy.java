@@ -829,10 +829,10 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * ({@link #learnFullFromReport}) and how many blocks it pins per block booked ({@link #learnFootprint}).
    *
    * <p>A report is a fact about the worker at one instant, so it is compared with what was booked at that instant,
-   * the router's own bookings and its peers' alike. Until this round each selection compared the latest report with
-   * its own request and with the bookings its replica's last selection had left: N gateway replicas read the same
-   * report at different moments, against different requests and bookings, and learned different footprints and
-   * "full" flags, so their memory models, and their choices, drifted apart (4 synced replicas at concurrency 24,
+   * the router's own bookings and its peers' alike. Compared at a selection instead, with that selection's request
+   * and the bookings its replica's last selection had left, N gateway replicas read the same report at different
+   * moments and learned different footprints and "full" flags, so their memory models, and their choices, drifted
+   * apart (4 synced replicas at concurrency 24,
    * 24 kinds, seeds 1-5: warm p99 323 ms against one router's 170; with both learnings disabled, four replicas
    * reproduced one router). Learned here, every replica learns the same from the same report.
    */

@@ -323,7 +323,8 @@ final class RemoteBookings implements RemoteLoad {
       if (b != null) {
         release(b);
         if (b.noted && learning != null && b.state != null && b.state.registered) {
-          learning.peerClosed(b.worker, ticker.read() - b.arrivedAt, ticker.read());
+          long now = ticker.read();
+          learning.peerClosed(b.worker, now - b.arrivedAt, now);
         }
         if (bookings.isEmpty()) {
           byReplica.remove(p.replica);

@@ -204,7 +204,6 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private @Nullable Thread warmupThread;
   // Whether warmUp() ran (by the warm-up thread on the first connection, or called by the gateway).
   private volatile boolean warmedUp;
-  // Decodes this replica's own delta frames for the warm-up table; guarded by publishLock.
 
   /** One of this replica's open bookings, kept for snapshots. */
   private static final class Open {

@@ -219,19 +219,13 @@ final class PeerTable {
         }
         case Frame.BOOK_PREDICTED -> {
           int blocks = f.blocks[i];
-          if (hashScratch.length < blocks) {
-            hashScratch = new long[Math.max(blocks, hashScratch.length * 2)];
-          }
-          long[] hashes = hashScratch;
+          long[] hashes = hashScratch(blocks);
           System.arraycopy(f.keys, f.keyOffset[i], hashes, 0, blocks);
           predictedBooking(peer, id, f, i, hashes, blocks);
         }
         case Frame.RENEW -> {
           int blocks = f.blocks[i];
-          if (hashScratch.length < blocks) {
-            hashScratch = new long[Math.max(blocks, hashScratch.length * 2)];
-          }
-          long[] hashes = hashScratch;
+          long[] hashes = hashScratch(blocks);
           int ref = f.refBlocks[i];
           if (!peer.prompts.copyPrefix(f.refHash[i], ref, hashes)) {
             // Its prefix came in a frame this table missed: the booking cannot be rebuilt, so its load is counted
@@ -267,6 +261,13 @@ final class PeerTable {
     } else {
       view.booked(replica, id, f.worker(i), f.prefill[i], blocks, keys, keyCount);
     }
+  }
+
+  private long[] hashScratch(int n) {
+    if (hashScratch.length < n) {
+      hashScratch = new long[Math.max(n, hashScratch.length * 2)];
+    }
+    return hashScratch;
   }
 
   private long[] scratch(int n) {
