@@ -57,7 +57,8 @@ import java.util.Objects;
  * Among the rest the cost
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
  * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
- * Costs closer than one engine step (the smallest fitted {@code a}) tie. Between two workers that hold different
+ * Costs closer than one engine step tie: the smallest fitted {@code a}, or the smallest prefill spread (see
+ * {@link #tieTolerance}) where a prefill that grows faster than linearly clamps the fitted {@code a} at 0. Between two workers that hold different
  * amounts of the prompt, the tie goes to the one that holds more (no copy the cost cannot tell from serving it
  * where it is cached, see {@link #holdsMoreInATie}). Between two workers that both hold as much
  * of the prompt as any, the tie goes to the one with fewer prompt tokens waiting for a first token (they share this
@@ -109,6 +110,12 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double sxz;
     double sxy;
     double szy;
+    /**
+     * The fit's squared one-step-ahead errors on first tokens of requests admitted with nothing active on the worker,
+     * and their weight, in the same exponential window as the fit (see {@link #prefillSpread}).
+     */
+    double idleSq;
+    double idleN;
     // The fit, refreshed on each observation; NaN until there are enough of them.
     double a = Double.NaN;
     double b = Double.NaN;
@@ -159,6 +166,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
 
     void observe(double x, double z, double y, double keep) {
+      idleSq *= keep;
+      idleN *= keep;
+      if (z == 0 && n >= PRIOR_WEIGHT && !Double.isNaN(b)) {
+        double error = y - (a + b * x);
+        idleSq += error * error;
+        idleN += 1;
+      }
       n = n * keep + 1;
       sx = sx * keep + x;
       sz = sz * keep + z;
@@ -206,6 +220,24 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       a = Math.max(0, my - fb * mx - fd * mz);
     }
 
+    /**
+     * How far the fit's prediction fell from the first tokens of requests that found the worker idle, in
+     * nanoseconds (the root-mean-square one-step-ahead error); NaN while the window holds 3 or fewer of them.
+     *
+     * <p>A request admitted with nothing active waits for no queue, no memory and no other sequence's decode, so its
+     * first token is its own prefill alone, the one thing the fit models; the error there is how well the line
+     * {@code a + b x} describes a prefill. It is what is left when the intercept cannot be the engine's step: a
+     * prefill that grows faster than linearly (attention over the chunk) makes the least-squares line steeper than
+     * the short prompts' and its intercept negative, clamped at 0. Each error is taken against the fit before the
+     * observation joins it (a prediction, not a residual the observation pulled towards itself), and only once the
+     * fit carries at least {@link #PRIOR_WEIGHT} observations. Requests that waited are left out on purpose: their
+     * errors are mostly memory waits and queueing, which the cost models separately (the residual of the whole fit
+     * was 400-530 ms at 3 workers, c32, 7 kinds, against 0.7 ms for this spread at 6 workers, c8).
+     */
+    double prefillSpread() {
+      return idleN > 3 ? Math.sqrt(idleSq / idleN) : Double.NaN;
+    }
+
     /** {@code own} blended with {@code prior} by this model's weight; whichever exists if only one does. */
     double blend(double own, double prior) {
       if (Double.isNaN(own)) {
@@ -231,6 +263,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double fleetSlope = Double.isNaN(fleet.b) ? 1 : fleet.b;
     double fleetIntercept = Double.isNaN(fleet.a) ? 0 : fleet.a;
     double minIntercept = Double.POSITIVE_INFINITY;
+    double minSpread = Double.POSITIVE_INFINITY;
     if (costs.length < n) {
       costs = new double[Math.max(n, costs.length * 2)];
       ttfts = new double[costs.length];
@@ -249,8 +282,10 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       byCandidate[i] = m;
       learnTree(m, c.cachedBlocks(i));
       minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
+      double spread = m.prefillSpread();
+      minSpread = Math.min(minSpread, Double.isNaN(spread) ? fleet.prefillSpread() : spread);
     }
-    double tolerance = Double.isFinite(minIntercept) ? minIntercept : 0;
+    double tolerance = tieTolerance(minIntercept, minSpread);
     double minTtft = Double.POSITIVE_INFINITY;
     holderCopyGoesStale = holderCopyGoesStale(c, n, bestHit, maxHitBlocks);
     double shareSum = 0;
@@ -365,6 +400,28 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       forgetDeparted(sweep);
     }
     return choice;
+  }
+
+  /**
+   * Costs closer than this tie, in nanoseconds: one engine step, the smallest fitted intercept ({@code minIntercept},
+   * the first-token time of a request with nothing to prefill), or where that is less, the smallest prefill spread
+   * among the candidates ({@code minSpread}, see {@link Model#prefillSpread}); 0 if neither is known (NaN for a
+   * spread counts as unknown: every candidate's must be known).
+   *
+   * <p>The intercept is a step only while the fit is linear in the tokens. An engine's prefill is not: vLLM's
+   * attention over a chunk grows with its square, and the simulator's step is {@code 4.5 ms + 25 us x P + 1 ns x P^2}
+   * for {@code P} tokens in the step (at most 8,192). Over the Mooncake trace's 20-40k-token prompts the line's slope
+   * is the chunked rate (33.6 us per token) and its intercept, extrapolated to a prompt of no tokens, falls below
+   * zero and clamps at 0: the tolerance was 0 on 2,049 of the trace's 3,993 selections, and two costs 0.6 ms apart
+   * in 545 decided where a new prefix lived (branch {@code policy13}). The prefill spread is the resolution the fit
+   * has where it models everything the request waits for; costs closer than that are not told apart by it. It is
+   * taken from requests that found their worker idle, so it stays small where memory waits and queues inflate the
+   * fit's residuals (those the cost models by its own terms), and on the article's grid it is under the intercept
+   * (0.7 ms against 4.5), which then decides as before.
+   */
+  static double tieTolerance(double minIntercept, double minSpread) {
+    double step = Double.isFinite(minIntercept) ? minIntercept : 0;
+    return Double.isFinite(minSpread) ? Math.max(step, minSpread) : step;
   }
 
   /**

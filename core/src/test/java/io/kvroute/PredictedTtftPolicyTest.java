@@ -841,4 +841,71 @@ class PredictedTtftPolicyTest {
     }
     return toHolder / 1000.0;
   }
+
+  /**
+   * The engine's step rule, not the policy's: a prefill of {@code x} tokens alone runs in chunks of at most 8,192
+   * tokens, each step taking {@code 4.5 ms + 25 us x P + 1 ns x P^2} for its {@code P} tokens (the simulator's
+   * default timing), in nanoseconds.
+   */
+  private static long chunkedPrefillNanos(long x) {
+    long t = 0;
+    for (long left = x; left > 0; left -= 8192) {
+      long p = Math.min(left, 8192);
+      t += 4_500_000 + 25_000 * p + p * p;
+    }
+    return t;
+  }
+
+  /**
+   * Over prompts of 16-40,000 tokens the chunked, superlinear prefill makes the least-squares line steeper than
+   * the short prompts' (about 33.7 us per token against 25) and its intercept negative (about -7.9 ms on a uniform
+   * sample), so the fitted intercept clamps at 0 and cannot be the engine's step; the prefill spread is then the
+   * root-mean-square of the errors of the predictions made before each first token of a request admitted idle,
+   * weighted by the fit's exponential window, counted once the fit carries 8 observations. First tokens of requests
+   * that found others active (here 125 ms late per active request, 125-500 ms, as memory waits would make them)
+   * change the fit but not the spread.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void aSuperlinearPrefillClampsTheInterceptAndThePrefillSpreadMeasuresTheFitOnIdleFirstTokens(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    double keep = 1 - 1.0 / 64;
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    double sq = 0;
+    double weight = 0;
+    for (int i = 0; i < 2000; i++) {
+      long x = 16 + random.nextInt(40_000 - 16 + 1);
+      int active = random.nextInt(4) == 0 ? 1 + random.nextInt(4) : 0;
+      boolean idle = active == 0;
+      long y = chunkedPrefillNanos(x) + 125_000_000L * active;
+      sq *= keep;
+      weight *= keep;
+      if (idle && m.n >= 8 && !Double.isNaN(m.b)) {
+        double error = y - (m.a + m.b * x);
+        sq += error * error;
+        weight += 1;
+      }
+      m.observe(x, active, y, keep);
+    }
+    assertEquals(0, m.a, "the intercept clamps at 0");
+    double spread = m.prefillSpread();
+    assertEquals(Math.sqrt(sq / weight), spread, 1e-6 * spread, "weighted RMS of the idle prediction errors");
+    assertTrue(spread > 1_000_000 && spread < 30_000_000, "a few ms, not the 125-500 ms waits: " + spread);
+    assertEquals(spread, PredictedTtftPolicy.tieTolerance(m.a, spread), "the spread is the tolerance where a is 0");
+  }
+
+  @Test
+  void theTieToleranceIsTheLargerOfTheInterceptAndThePrefillSpreadWhenBothAreKnown() {
+    assertEquals(4.5e6, PredictedTtftPolicy.tieTolerance(4.5e6, 0.7e6), "the grid: the intercept decides");
+    assertEquals(9e6, PredictedTtftPolicy.tieTolerance(0, 9e6), "a clamped intercept: the spread decides");
+    assertEquals(3e6, PredictedTtftPolicy.tieTolerance(3e6, Double.NaN), "a spread not known: the intercept");
+    assertEquals(0, PredictedTtftPolicy.tieTolerance(Double.POSITIVE_INFINITY, Double.NaN), "nothing known");
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    for (int i = 0; i < 11; i++) {
+      m.observe(1000 + 100 * i, 0, 2_000_000 + 10_000 * (1000 + 100 * i) + (i % 2 == 0 ? 1_000 : -1_000), 1);
+    }
+    assertTrue(Double.isNaN(m.prefillSpread()), "3 idle errors counted (after 8 observations) are not enough");
+    m.observe(1000, 0, 12_000_000, 1);
+    assertTrue(m.prefillSpread() > 0, "a fourth makes it known");
+  }
 }
