@@ -223,10 +223,12 @@ class PredictedTtftPolicyTest {
   }
 
   /**
-   * Two holders of the whole prefix, nothing waiting at either, within one engine step of each other. The worker that
-   * returned the last first token has just begun a step, which a request sent there waits out whole; the other is
-   * further into its step. The tie goes to the other one even when it has one more active request (which adds only
-   * its decode to a step; one, so that the bounded load in requests, 2 of 2 here, does not pass it over).
+   * Two holders of the whole prefix, nothing waiting at either, within one engine step of each other (a 20 ms step
+   * learned), 1 s after the learning ended. A saw its last step end 1 ms ago: it has just begun a step and has 19 ms
+   * of it left, which a request sent there waits out whole. B's last step end the router saw was 100 ms ago, more
+   * than a step: its phase is unknown, 10 ms left on average. The tie goes to B even with one more active request
+   * (which adds only its decode to a step; 2 against 1, so that the bounded load in requests, 3 of 4 here, passes
+   * neither over); the same with the roles swapped.
    */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
@@ -234,12 +236,92 @@ class PredictedTtftPolicyTest {
     for (int p = 0; p < 8; p++) {
       int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
       RouterPolicy policy = RouterPolicy.predictedTtft();
-      WorkerId justStepped = learnA20msStep(policy, seed * 100 + p);
-      // The other worker has 1 active request, the one that just returned a token none.
-      Candidates c = justStepped.equals(A.id()) ? tied(prompt, 30, 0, 0, 30, 0, 1) : tied(prompt, 30, 0, 1, 30, 0, 0);
-      int other = justStepped.equals(A.id()) ? 1 : 0;
-      assertEquals(other, policy.select(c), "prompt " + p + ": " + justStepped + " has just begun a step");
+      long now = learnA20msStepUntil(policy, seed * 100 + p) + 1_000_000_000L;
+      stepEnded(policy, A, now - 1_000_000);
+      stepEnded(policy, B, now - 100_000_000);
+      assertEquals(1, policy.select(tiedAt(now, prompt, 30, 0, 1, 30, 0, 2)), "prompt " + p + ": A just stepped");
+      policy = RouterPolicy.predictedTtft();
+      now = learnA20msStepUntil(policy, seed * 100 + p) + 1_000_000_000L;
+      stepEnded(policy, A, now - 100_000_000);
+      stepEnded(policy, B, now - 1_000_000);
+      assertEquals(0, policy.select(tiedAt(now, prompt, 30, 0, 2, 30, 0, 1)), "prompt " + p + ": B just stepped");
     }
+  }
+
+  /**
+   * Two holders of the whole prefix, nothing waiting at either, both of unknown phase: the router saw A end a step
+   * 30 ms ago and B 100 ms ago, both more than the 20 ms step learned, so the step ends since are ones it did not
+   * see, and either is on average half a step from its next step boundary. What differs is this request's own step:
+   * A has 1 active request, B 2, each adding its decode to every step. A wins (ranked by the time since the last step
+   * end, B, "further into its step", would); with the counts swapped, B. Then a holder whose phase is known and late
+   * (A ended a step 15 ms ago, 5 ms left) wins over one of unknown phase (10 ms left on average) with fewer active.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void betweenHoldersOfUnknownPhaseFewerActiveRequestsWin(long seed) {
+    for (int p = 0; p < 8; p++) {
+      int[] prompt = Fixtures.prompt(seed * 100 + p, 32 * 16);
+      RouterPolicy policy = RouterPolicy.predictedTtft();
+      long now = learnA20msStepUntil(policy, seed * 100 + p) + 1_000_000_000L;
+      stepEnded(policy, A, now - 30_000_000);
+      stepEnded(policy, B, now - 100_000_000);
+      assertEquals(0, policy.select(tiedAt(now, prompt, 30, 0, 1, 30, 0, 2)), "prompt " + p + ": A fewer active");
+      assertEquals(1, policy.select(tiedAt(now, prompt, 30, 0, 2, 30, 0, 1)), "prompt " + p + ": B fewer active");
+      policy = RouterPolicy.predictedTtft();
+      now = learnA20msStepUntil(policy, seed * 100 + p) + 1_000_000_000L;
+      stepEnded(policy, A, now - 15_000_000);
+      stepEnded(policy, B, now - 100_000_000);
+      assertEquals(0, policy.select(tiedAt(now, prompt, 30, 0, 2, 30, 0, 1)), "prompt " + p + ": A late in its step");
+    }
+  }
+
+  /**
+   * The step left to wait out, by hand: an idle worker none; a step of 20 ms that the router saw begin 5 ms ago,
+   * 15 ms; one seen 25 ms ago (a step end missed since) or never, half a step, 10 ms; a step of 0 (a fit whose
+   * intercept clamps at 0), none.
+   */
+  @Test
+  void theStepLeftIsKnownWithinOneStepOfTheLastStepEndSeenAndHalfAStepBeyond() {
+    long now = 1_000_000_000L;
+    assertEquals(0, PredictedTtftPolicy.stepLeftNanos(0, now - 5_000_000, now, 20e6));
+    assertEquals(15e6, PredictedTtftPolicy.stepLeftNanos(1, now - 5_000_000, now, 20e6), 1e-6);
+    assertEquals(10e6, PredictedTtftPolicy.stepLeftNanos(3, now - 25_000_000, now, 20e6), 1e-6);
+    assertEquals(10e6, PredictedTtftPolicy.stepLeftNanos(1, Long.MIN_VALUE, now, 20e6), 1e-6);
+    assertEquals(0, PredictedTtftPolicy.stepLeftNanos(2, now - 5_000_000, now, 0), 1e-6);
+  }
+
+  /** {@link #learnA20msStep}, returning the virtual time at which the learning ended. */
+  private static long learnA20msStepUntil(RouterPolicy policy, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(seed).build();
+    router.addWorker(A);
+    router.addWorker(B);
+    for (int i = 0; i < 200; i++) {
+      Routing r = router.select(Fixtures.prompt(seed * 1000 + i, 16 + random.nextInt(4000)));
+      ticker.advance(Duration.ofNanos(20_000_000 + 10_000 * (r.queuedPrefillTokens() + r.bookedPrefillTokens)));
+      r.firstToken();
+      r.close();
+    }
+    return ticker.read();
+  }
+
+  /** Tells {@code policy} that {@code worker} ended an engine step at {@code atNanos} (as a peer's first token). */
+  private static void stepEnded(RouterPolicy policy, Worker worker, long atNanos) {
+    ((PeerLearning) policy).peerStepEnded(worker.id(), atNanos);
+  }
+
+  /** {@link #tied} at virtual time {@code nowNanos}. */
+  private static Candidates tiedAt(long nowNanos, int[] prompt, int heldA, long queuedA, int activeA, int heldB,
+      long queuedB, int activeB) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(prompt), prompt.length, 16, BlockHasher.of(16).sequenceHashes(prompt));
+    c.add(A, heldA, heldA, 600, null);
+    c.add(B, heldB, heldB, 600, null);
+    c.admit(new SplittableRandom(1), nowNanos);
+    c.setLoad(0, 0, queuedA, 32, activeA);
+    c.setLoad(1, 0, queuedB, 32, activeB);
+    return c;
   }
 
   /**
