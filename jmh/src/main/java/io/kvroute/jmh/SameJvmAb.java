@@ -40,12 +40,15 @@ import java.util.function.IntToDoubleFunction;
  * indexed blocks, ns per call; {@code hash}: {@link BlockHasher#sequenceHashes} of a 2,048-token prompt, ns per
  * prompt; {@code decode} / {@code ingest}: a 128-block batch of 16-block events decoded into columns, and applied
  * to a 1M-block index, ns per block ({@code decodeStores} / {@code decodeRemovals}: only the stream's store or
- * removal batches decoded); {@code apply}: the same batches decoded beforehand, applied only),
+ * removal batches decoded); {@code apply}: the same batches decoded beforehand, applied only;
+ * {@code applyStores} / {@code applyRemovals}: the whole cycle applied as {@code apply} does, only its store or
+ * its removal batches timed, ns per block of those),
  * {@code HIT}, {@code MISS} or (for {@code select}) {@code PARTIAL} (one worker holds the prompt to a random
  * depth, from one block to all but the last, and no worker the rest), distinct prompts (1: in cache, 512: cold),
  * rounds, calls per round, then
  * {@code name=classpath} per version. With {@code -Dab.cpu=true} a round is timed by the thread's CPU time
- * rather than the wall clock (on a machine whose cores are oversubscribed).
+ * rather than the wall clock (on a machine whose cores are oversubscribed); {@code -Dab.blocks=N} indexes N blocks
+ * instead of 1M before the drivers run (at 10,000 the tables fit in cache: what is left is the CPU's work).
  */
 public final class SameJvmAb {
   private SameJvmAb() {}
