@@ -509,7 +509,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
             chunkTiers[s] = slotTier;
             chunkRemoved[s++] = hashes[h];
           }
-          sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
+          touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
       // The stores' sequence runs in one loop, after their hash chains: their loads then issue back to back, where
@@ -533,14 +533,14 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Touches, from a store's parent's sequence hash (an earlier store of the chunk or the index), the sequence
-   * buckets its blocks will join; caller holds the shared lock. (Its engine chains are touched with the chunk's.)
+   * Computes, from a store's parent's sequence hash (an earlier store of the chunk or the index), the sequence
+   * hashes of its blocks and appends them to {@code chunkTouched}, whose runs {@link #prepare} then touches in one
+   * loop; caller holds the shared lock. (Its engine chains are touched with the chunk's.)
    */
-  private long touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
+  private void touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
     int tier = events.tierOrdinal(i);
     long[] hashes = events.hashes();
     int blocks = events.blocks(i);
-    long sink = 0;
     chunkSeqKnown[k] = false;
     boolean atRoot = !events.hasParent(i);
     long parentHash = events.parent(i);
@@ -565,7 +565,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
     }
     if (!known) {
-      return sink;
+      return;
     }
     long seq = previous;
     long[] touched = chunkTouched;
@@ -578,7 +578,6 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     tallies[CHUNK_TOUCHED] = at + blocks;
     chunkSeqs[k] = seq;
     chunkSeqKnown[k] = true;
-    return sink;
   }
 
   /** Applies event {@code i}; the caller holds the write lock. {@code localsAt} is as in {@link #applyStored}. */

@@ -208,8 +208,8 @@ public final class SameJvmAb {
           router.reportEventStream(id, EventStreamState.LIVE);
         }
       }
-      int[][] indexed = Workload.populate(sink, ids, Integer.getInteger("ab.blocks", 1_000_000), 2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS,
-          random);
+      int[][] indexed = Workload.populate(sink, ids, Integer.getInteger("ab.blocks", 1_000_000),
+          2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS, random);
       boolean partial = match.equals("PARTIAL");
       prompts = Workload.prompts(partial ? Match.HIT : Match.valueOf(match), indexed, 2048, distinct, random);
       if (partial) { // an indexed prompt's first blocks (a random depth, at least one, not all), then random tokens
@@ -280,7 +280,8 @@ public final class SameJvmAb {
         case "applyStores":
         case "applyRemovals": {
           // The whole cycle applied, as "apply" does, but only the store (or removal) batches timed: the stream's
-          // first half stores, its second half removes; CPU time read around each batch.
+          // first half stores, its second half removes; the thread's CPU time read around each batch (with or
+          // without -Dab.cpu).
           ops = 0;
           boolean stores = kind.equals("applyStores");
           long timed = 0;
