@@ -19,7 +19,8 @@ import org.jspecify.annotations.Nullable;
  * <ul>
  *   <li>Only <em>open</em> bookings are tracked, in an intrusive list in booking order: a handle leaves it the moment
  *       its close is applied, so closed handles never pile up behind a long stream. Bookings open longer than the
- *       booking timeout are closed as stale, and beyond {@value #MAX_OPEN_BOOKINGS} open bookings the oldest is.
+ *       booking timeout are closed as stale, and at most {@value #MAX_OPEN_BOOKINGS} are open: a selection that finds
+ *       the bound reached closes the oldest before it books (counted as expired, as a stale one).
  *   <li>Hash arrays of closed bookings are pooled per power-of-two size class, at most {@value #POOL_CLASS_BYTES}
  *       bytes per class (256 arrays of a 2,048-token prompt's 128 hashes; one array of 32 Ki hashes; none beyond):
  *       allocating a large array costs less than hashing the prompt that fills it, so pooling them saves nothing
@@ -34,6 +35,7 @@ final class Admission {
   private final ReentrantLock lock = new ReentrantLock();
   final int blockSize;
   private final long bookingTimeoutNanos;
+  private final int maxOpenBookings;
   private final HealthReports health;
   // Handles whose phase advanced, newest first, linked through Routing.nextRelease (a lock-free stack).
   private volatile @Nullable Routing releases;
@@ -60,8 +62,21 @@ final class Admission {
   private boolean sharedFailed; // guarded by lock: the port threw once (logged once)
 
   Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health, SharedLoad shared) {
+    this(blockSize, bookingTimeoutNanos, MAX_OPEN_BOOKINGS, randomSeed, health, shared);
+  }
+
+  /**
+   * An admission with its own bound on open bookings ({@link #MAX_OPEN_BOOKINGS} otherwise), for tests that reach
+   * the bound without holding 2^20 handles.
+   */
+  Admission(int blockSize, long bookingTimeoutNanos, int maxOpenBookings, long randomSeed, HealthReports health,
+      SharedLoad shared) {
+    if (maxOpenBookings < 1) {
+      throw new IllegalArgumentException("maxOpenBookings must be at least 1: " + maxOpenBookings);
+    }
     this.blockSize = blockSize;
     this.bookingTimeoutNanos = bookingTimeoutNanos;
+    this.maxOpenBookings = maxOpenBookings;
     this.random = new SplittableRandom(randomSeed);
     this.health = health;
     this.shared = shared;
@@ -274,8 +289,9 @@ final class Admission {
   }
 
   /**
-   * Closes bookings open longer than the booking timeout, and the oldest beyond {@value #MAX_OPEN_BOOKINGS} open
-   * ones; under the lock.
+   * Closes bookings open longer than the booking timeout, and the oldest ones while the open bookings leave no room
+   * for one more under the bound ({@link #MAX_OPEN_BOOKINGS} by default); under the lock. A selection calls it
+   * just before it books, so the booking that follows never takes the open count beyond the bound.
    *
    * @return how many were closed, for the listener (to be told after the lock is released)
    */
@@ -283,7 +299,7 @@ final class Admission {
     int expired = 0;
     Routing head;
     while ((head = oldest) != null
-        && (nowNanos - head.bookedAtNanos >= bookingTimeoutNanos || open > MAX_OPEN_BOOKINGS)) {
+        && (nowNanos - head.bookedAtNanos >= bookingTimeoutNanos || open >= maxOpenBookings)) {
       head.expire();
       apply(head);
       expired++;

@@ -98,7 +98,8 @@ public final class Router {
     this.maxPromptTokens = b.maxPromptTokens;
     this.healthConfig = new HealthConfig(b.ejectAfterFailures, b.initialBackoff, b.maxBackoff);
     this.health = new HealthReports(ticker, listener);
-    this.admission = new Admission(blockSize, b.bookingTimeout.toNanos(), b.randomSeed, health, b.sharedLoad);
+    this.admission = new Admission(blockSize, b.bookingTimeout.toNanos(), b.maxOpenBookings, b.randomSeed, health,
+        b.sharedLoad);
     this.indexer = KvIndexer.newBuilder().blockSize(blockSize).maxEntries(b.maxIndexEntries)
         .maxWorkers(b.maxWorkers).listener(listener).build();
     this.indexView = indexer.readOnlyView();
@@ -882,8 +883,15 @@ public final class Router {
     private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
     private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
     private SharedLoad sharedLoad = SharedLoad.NONE;
+    private int maxOpenBookings = Admission.MAX_OPEN_BOOKINGS;
 
     private Builder() {}
+
+    /** For tests: a bound on open bookings other than {@link Admission#MAX_OPEN_BOOKINGS}. */
+    Builder maxOpenBookings(int max) {
+      this.maxOpenBookings = Checks.positive("maxOpenBookings", max);
+      return this;
+    }
 
     /**
      * Shares this router's bookings (and approximate-mode predictions) with peer replicas through a port, and

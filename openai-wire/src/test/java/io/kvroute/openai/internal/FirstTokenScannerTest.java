@@ -216,4 +216,25 @@ class FirstTokenScannerTest {
       assertFalse(scanner.rejected(), code);
     }
   }
+
+  /**
+   * The edges of "the request's fault": exactly the integer codes 400 to 499 are, 399 and 500 are not, both when the
+   * error event comes before any token (the parsed path) and after one (the byte state machine). The seeded test
+   * above draws 5xx codes uniformly, so it almost never writes 500 itself before a token.
+   */
+  @Test
+  void theFaultBoundariesAre400And499OnBothPaths() {
+    String output = "data: {\"choices\":[{\"text\":\" a\"}]}\n\n";
+    for (int code : new int[] {0, 399, 400, 401, 498, 499, 500, 501, 599}) {
+      boolean requests = code >= 400 && code <= 499;
+      String error = "data: {\"error\": {\"message\": \"x\", \"type\": \"t\", \"code\": " + code + "}}\n\n";
+      for (String before : new String[] {"", output}) {
+        FirstTokenScanner scanner = feed(before + error + "data: [DONE]\n\n");
+        String shown = code + (before.isEmpty() ? " before the first token" : " after it");
+        assertEquals(!before.isEmpty(), scanner.seen(), shown);
+        assertEquals(requests, scanner.rejected(), shown);
+        assertEquals(!requests, scanner.failed(), shown);
+      }
+    }
+  }
 }

@@ -4,6 +4,7 @@ import static io.kvroute.transport.okhttp.TestSupport.MODEL;
 import static io.kvroute.transport.okhttp.TestSupport.words;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -18,6 +19,7 @@ import java.net.ConnectException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
@@ -166,6 +168,47 @@ class OkHttpTokenizerTest {
       assertEquals("/tokenize", chat.getUrl().encodedPath());
       assertEquals("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\u00e9\\\"\\n\"}]}",
           chat.getBody().utf8());
+    }
+  }
+
+  /**
+   * An error answer is read only up to its 64 KiB bound: a worker that answers 500 and then streams a chunked body
+   * without end (a raw loopback server writing 8 KiB chunks until the client hangs up) gets the gateway its typed
+   * refusal with the status once the bound is reached, not a read of the whole body that waits out the call's
+   * timeout while holding everything in memory.
+   */
+  @Test
+  void anErrorBodyIsReadOnlyUpToItsBound() throws Exception {
+    try (java.net.ServerSocket server = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      Thread engine = new Thread(() -> {
+        try (java.net.Socket socket = server.accept()) {
+          // The small request sits in the socket buffer unread: the answer does not depend on it.
+          java.io.OutputStream out = socket.getOutputStream();
+          out.write(("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
+              + "Transfer-Encoding: chunked\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+          byte[] chunk = "Internal Server Error ".repeat(372).getBytes(StandardCharsets.ISO_8859_1); // ~8 KiB
+          byte[] size = (Integer.toHexString(chunk.length) + "\r\n").getBytes(StandardCharsets.ISO_8859_1);
+          while (true) { // never the last chunk; ends when the client closes the connection
+            out.write(size);
+            out.write(chunk);
+            out.write("\r\n".getBytes(StandardCharsets.ISO_8859_1));
+            out.flush();
+            Thread.sleep(10); // a trickle, so that an unbounded read cannot fill the heap before its timeout
+          }
+        } catch (IOException | InterruptedException e) {
+          // the client hung up
+        }
+      }, "endless-error-body");
+      engine.setDaemon(true);
+      engine.start();
+      OkHttpTokenizer tokenizer = OkHttpTokenizer.newBuilder()
+          .endpoint(URI.create("http://127.0.0.1:" + server.getLocalPort() + "/"))
+          .timeout(Duration.ofSeconds(5)).build();
+      TokenizeException e = assertThrows(TokenizeException.class, () -> tokenizer.tokenize(null, "a"));
+      assertEquals(500, e.statusCode(), e.getMessage());
+      assertTrue(e.getMessage().contains("Internal Server Error"), e.getMessage());
+      engine.join(10_000);
+      assertFalse(engine.isAlive(), "the client closed the endless body");
     }
   }
 }
