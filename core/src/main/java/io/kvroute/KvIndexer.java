@@ -122,6 +122,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private int[] chunkLocalsAt = new int[64]; // per event of the chunk: its first local hash in chunkLocals, or -1
   private long[] chunkSeqs = new long[64]; // per store of the chunk: its last sequence hash, for prefetching only
   private boolean[] chunkSeqKnown = new boolean[64];
+  private long[] chunkTouched = new long[64]; // the chunk's stores' sequence hashes, touched in one loop
+  private int chunkTouchedCount;
   private int[] chunkTiers = new int[64]; // the chunk's removals: worker-tier, engine hash, entry found
   private long[] chunkRemoved = new long[64];
   private int[] chunkEntries = new int[64];
@@ -480,6 +482,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       chunkEntries = new int[grown];
     }
     long[] hashes = events.hashes();
+    if (chunkTouched.length < locals) {
+      chunkTouched = new long[Math.max(locals, chunkTouched.length * 2)];
+    }
+    chunkTouchedCount = 0;
     long stamp = lock.readLock();
     try {
       int slot = slots.getInt(worker);
@@ -506,6 +512,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
+      // The stores' sequence runs in one loop, after their hash chains: their loads then issue back to back, where
+      // touching each block as its hash came out of the chain let only as many misses overlap as the blocks whose
+      // chaining fits in the CPU's reorder window.
+      sink += entries.touchSeqs(chunkTouched, chunkTouchedCount);
       tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
       tallies[CHUNK_HINTS] = r;
     } finally {
@@ -558,11 +568,14 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       return sink;
     }
     long seq = previous;
+    long[] touched = chunkTouched;
+    int at = chunkTouchedCount;
     for (int b = 0; b < blocks; b++) {
       long local = chunkLocals[localsAt + b];
       seq = atRoot && b == 0 ? local : BlockHasher.sequenceHash(seq, local);
-      sink += entries.touchSeq(seq);
+      touched[at + b] = seq;
     }
+    chunkTouchedCount = at + blocks;
     chunkSeqs[k] = seq;
     chunkSeqKnown[k] = true;
     return sink;

@@ -410,6 +410,22 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   }
 
   /**
+   * {@link #touchSeq} for each of {@code seqs[0, count)}, in one loop: no other work between their loads, so that
+   * their cache misses overlap as far as the CPU can keep misses in flight.
+   */
+  long touchSeqs(long[] seqs, int count) {
+    long sink = 0;
+    long[] probe = seqSlots;
+    int n = probe.length;
+    for (int i = 0; i < count; i++) {
+      int home = home(mix(seqs[i]), n);
+      int next = home + RUN_AHEAD;
+      sink += probe[home] + probe[next < n ? next : next - n];
+    }
+    return sink;
+  }
+
+  /**
    * Whether the first cache line of {@code seq}'s run holds its fingerprint: a guess, with no lock (racy reads of
    * slots block 0's warming already loaded), of whether a match of a prompt starting with {@code seq} goes on past
    * block 0.

@@ -140,6 +140,7 @@ public final class ReplicaExperiment {
     double[] imbalance = new double[runs];
     double[] bytes = new double[runs];
     SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(options.blocks).build();
+    Collisions.Totals totals = new Collisions.Totals();
     for (int run = 0; run < runs; run++) {
       long seed = options.seed + run;
       SharedPrefixWorkload workload = SharedPrefixWorkload.newBuilder().prefixKinds(kinds)
@@ -163,6 +164,7 @@ public final class ReplicaExperiment {
       RouterPolicy one = options.sharedPolicy ? new OneInstance(policy.get()) : null;
       long[] bytesAtStart = new long[1];
       WarmTtft warmTtft = new WarmTtft(options.concurrency, options.requests);
+      Collisions[] collisions = new Collisions[1];
       Simulation.Builder simulation = Simulation.newBuilder()
           .engine(engine)
           .workers(options.workers)
@@ -175,6 +177,15 @@ public final class ReplicaExperiment {
             int r = built.getAndIncrement();
             RouterListener listener = nats && options.syncIntervalNanos == 0 ? new DeliverAtOnce(warmTtft, syncs)
                 : warmTtft;
+            if (options.collisions || options.deliverAtOnce != null) {
+              if (collisions[0] == null) {
+                Runnable deliver = nats ? () -> flushAndDeliver(syncs) : null;
+                collisions[0] = new Collisions(replicas, Math.max(1, options.syncIntervalNanos), options.concurrency,
+                    workload, ticker, "placements".equals(options.deliverAtOnce) ? deliver : null,
+                    "joins".equals(options.deliverAtOnce) ? deliver : null, "cold".equals(options.deliverAtOnce) ? deliver : null);
+              }
+              listener = new Both(listener, collisions[0].forReplica(r));
+            }
             RouterPolicy own = one != null ? one : policy.get();
             if (options.shareOutcomes && own instanceof RouterListener l) {
               listener = new OutcomesToPeers(listener, l, outcomeListeners);
@@ -210,6 +221,19 @@ public final class ReplicaExperiment {
         long sent = Arrays.stream(syncs).mapToLong(s -> s.stats().bytesSent()).sum() - bytesAtStart[0];
         bytes[run] = (double) sent / options.requests;
       }
+      if (collisions[0] != null) {
+        collisions[0].addTo(totals);
+      }
+      if (options.perRun) {
+        System.out.printf(Locale.ROOT, "run kinds=%d policy=%s N=%d sync=%s seed=%d hit=%.4f p99=%.1f warmP99=%.1f%n",
+            kinds, policyName, replicas, sync, seed, hit[run], p99[run], warm[run]);
+        System.out.printf(Locale.ROOT, "warm kinds=%d policy=%s N=%d sync=%s seed=%d ttftMicros=%s%n", kinds,
+            policyName, replicas, sync, seed, warmTtft.micros());
+      }
+    }
+    if (totals.runs > 0) {
+      totals.print(System.out, String.format(Locale.ROOT, "kinds=%d %s N=%d sync=%s", kinds, policyName, replicas,
+          sync));
     }
     return new Row(kinds, policyName, replicas, sync, ArticleExperiment.median(hit), ArticleExperiment.median(ratio),
         ArticleExperiment.median(p50), ArticleExperiment.median(p99), ArticleExperiment.median(warm),
@@ -246,6 +270,15 @@ public final class ReplicaExperiment {
       if (counted.remove(routing) != null && size < nanos.length) {
         nanos[size++] = elapsedNanos;
       }
+    }
+
+    /** Every counted time to first token in whole microseconds, comma-separated, in routing order. */
+    String micros() {
+      StringBuilder sb = new StringBuilder();
+      for (int i = 0; i < size; i++) {
+        sb.append(i == 0 ? "" : ",").append(nanos[i] / 1000);
+      }
+      return sb.toString();
     }
 
     /** The quantile {@code q} by nearest rank, in milliseconds; 0 if nothing was counted. */
@@ -291,6 +324,35 @@ public final class ReplicaExperiment {
     public void onClosed(Routing routing, long elapsedNanos) {
       delegate.onClosed(routing, elapsedNanos);
       flushAndDeliver(syncs);
+    }
+  }
+
+  /** Two listeners, in order. */
+  static final class Both implements RouterListener {
+    private final RouterListener first;
+    private final RouterListener second;
+
+    Both(RouterListener first, RouterListener second) {
+      this.first = first;
+      this.second = second;
+    }
+
+    @Override
+    public void onRouted(Routing routing) {
+      first.onRouted(routing);
+      second.onRouted(routing);
+    }
+
+    @Override
+    public void onFirstToken(Routing routing, long elapsedNanos) {
+      first.onFirstToken(routing, elapsedNanos);
+      second.onFirstToken(routing, elapsedNanos);
+    }
+
+    @Override
+    public void onClosed(Routing routing, long elapsedNanos) {
+      first.onClosed(routing, elapsedNanos);
+      second.onClosed(routing, elapsedNanos);
     }
   }
 
@@ -515,7 +577,14 @@ public final class ReplicaExperiment {
         "  --shared-policy true      one policy instance for all replicas: its learned state shared at once (a bound",
         "                            for sharing it, not a deployment)",
         "  --share-outcomes true     every replica's policy also hears the others' first tokens and closes, at once",
-        "                            (a bound for sharing what predictedTtft fits its time model to)");
+        "                            (a bound for sharing what predictedTtft fits its time model to)",
+        "  --per-run true            also print one line per run (seed, hit rate, p99, warm p99) and one with its",
+        "                            warm TTFTs, for paired comparisons and pooled quantiles across runs",
+        "  --collisions true         count the decisions two replicas made within one delivery window that collide",
+        "                            (see Collisions) and the same pairs for one router",
+        "  --deliver-at-once placements|joins|cold  an oracle: after each routing of that class (a new placement",
+        "                            or copy; a join; one of the first --concurrency, the cold start), deliver every",
+        "                            replica's deltas to every peer before going on");
 
     int[] replicas = {1, 2, 4};
     List<String> syncModes = List.of("none", "nats");
@@ -524,6 +593,9 @@ public final class ReplicaExperiment {
     @Nullable String natsUrl;
     boolean sharedPolicy;
     boolean shareOutcomes;
+    boolean perRun;
+    boolean collisions;
+    @Nullable String deliverAtOnce;
 
     Options() {
       super(List.of("kvAware", "approximate", "cacheAffinity"));
@@ -553,6 +625,15 @@ public final class ReplicaExperiment {
         case "--nats-url" -> natsUrl = value;
         case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);
         case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
+        case "--per-run" -> perRun = Boolean.parseBoolean(value);
+        case "--collisions" -> collisions = Boolean.parseBoolean(value);
+        case "--deliver-at-once" -> {
+          if (!List.of("placements", "joins", "cold").contains(value)) {
+            throw new IllegalArgumentException("--deliver-at-once takes placements, joins or cold but got '" + value
+                + "'");
+          }
+          deliverAtOnce = value;
+        }
         default -> {
           return false;
         }

@@ -86,6 +86,10 @@ class ReplicaExperimentTest {
     assertTrue(e.getMessage().contains("--replicas"), e.getMessage());
     e = assertThrows(IllegalArgumentException.class,
         () -> ReplicaExperiment.Options.parse(new String[] {"--sync", "redis"}));
+    IllegalArgumentException once = assertThrows(IllegalArgumentException.class,
+        () -> ReplicaExperiment.Options.parse(new String[] {"--deliver-at-once", "always"}));
+    assertTrue(once.getMessage().contains("--deliver-at-once") && once.getMessage().contains("always"),
+        once.getMessage());
     assertTrue(e.getMessage().contains("redis"), e.getMessage());
     assertThrows(IllegalArgumentException.class,
         () -> ReplicaExperiment.Options.parse(new String[] {"--sync-interval-ms", "-1"}));

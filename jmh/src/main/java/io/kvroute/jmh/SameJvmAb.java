@@ -205,7 +205,7 @@ public final class SameJvmAb {
           router.reportEventStream(id, EventStreamState.LIVE);
         }
       }
-      int[][] indexed = Workload.populate(sink, ids, 1_000_000, 2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS,
+      int[][] indexed = Workload.populate(sink, ids, Integer.getInteger("ab.blocks", 1_000_000), 2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS,
           random);
       boolean partial = match.equals("PARTIAL");
       prompts = Workload.prompts(partial ? Match.HIT : Match.valueOf(match), indexed, 2048, distinct, random);
@@ -221,7 +221,7 @@ public final class SameJvmAb {
         EventStream stream = new EventStream(ids, 16, random);
         senders = stream.senders;
         payloads = stream.payloads;
-        if (kind.equals("apply")) { // each batch decoded into columns of its own beforehand
+        if (kind.startsWith("apply")) { // each batch decoded into columns of its own beforehand
           decoded = new KvEventColumns[payloads.length];
           for (int i = 0; i < payloads.length; i++) {
             decoded[i] = new KvEventColumns();
@@ -274,6 +274,26 @@ public final class SameJvmAb {
             sink0 += hashes[hashes.length - 1];
           }
           break;
+        case "applyStores":
+        case "applyRemovals": {
+          // The whole cycle applied, as "apply" does, but only the store (or removal) batches timed: the stream's
+          // first half stores, its second half removes; CPU time read around each batch.
+          ops = 0;
+          boolean stores = kind.equals("applyStores");
+          long timed = 0;
+          for (int i = 0; i < reps; i++) {
+            int at = next;
+            next = at + 1 == payloads.length ? 0 : at + 1;
+            boolean mine = (at < payloads.length / 2) == stores;
+            long t0 = mine ? THREADS.getCurrentThreadCpuTime() : 0;
+            sink.applyColumns(senders[at], decoded[at]);
+            if (mine) {
+              timed += THREADS.getCurrentThreadCpuTime() - t0;
+              ops += EventStream.PROMPT_BLOCKS;
+            }
+          }
+          return (double) timed / Math.max(1, ops);
+        }
         case "apply":
           ops = 0;
           for (int i = 0; i < reps; i++) {
