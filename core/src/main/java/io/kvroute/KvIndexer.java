@@ -85,7 +85,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private static final int INVALID = TALLY_PAD + 6;
   private static final int UNKNOWN_REMOVALS = TALLY_PAD + 7;
   private static final int IGNORED = TALLY_PAD + 8;
-  private static final int TALLIES = 9;
+  private static final int CHUNK_TOUCHED = TALLY_PAD + 9; // sequence hashes in chunkTouched (a count)
+  private static final int TALLIES = 10;
 
   static {
     try {
@@ -123,7 +124,6 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private long[] chunkSeqs = new long[64]; // per store of the chunk: its last sequence hash, for prefetching only
   private boolean[] chunkSeqKnown = new boolean[64];
   private long[] chunkTouched = new long[64]; // the chunk's stores' sequence hashes, touched in one loop
-  private int chunkTouchedCount;
   private int[] chunkTiers = new int[64]; // the chunk's removals: worker-tier, engine hash, entry found
   private long[] chunkRemoved = new long[64];
   private int[] chunkEntries = new int[64];
@@ -485,7 +485,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     if (chunkTouched.length < locals) {
       chunkTouched = new long[Math.max(locals, chunkTouched.length * 2)];
     }
-    chunkTouchedCount = 0;
+    tallies[CHUNK_TOUCHED] = 0;
     long stamp = lock.readLock();
     try {
       int slot = slots.getInt(worker);
@@ -509,13 +509,13 @@ public final class KvIndexer implements KvEventSink, KvIndex {
             chunkTiers[s] = slotTier;
             chunkRemoved[s++] = hashes[h];
           }
-          sink += touchStore(slot, events, i, chunkLocalsAt[k], from, k);
+          touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
       // The stores' sequence runs in one loop, after their hash chains: their loads then issue back to back, where
       // touching each block as its hash came out of the chain let only as many misses overlap as the blocks whose
       // chaining fits in the CPU's reorder window.
-      sink += entries.touchSeqs(chunkTouched, chunkTouchedCount);
+      sink += entries.touchSeqs(chunkTouched, (int) tallies[CHUNK_TOUCHED]);
       tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
       tallies[CHUNK_HINTS] = r;
     } finally {
@@ -533,14 +533,14 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Touches, from a store's parent's sequence hash (an earlier store of the chunk or the index), the sequence
-   * buckets its blocks will join; caller holds the shared lock. (Its engine chains are touched with the chunk's.)
+   * Computes, from a store's parent's sequence hash (an earlier store of the chunk or the index), the sequence
+   * hashes of its blocks and appends them to {@code chunkTouched}, whose runs {@link #prepare} then touches in one
+   * loop; caller holds the shared lock. (Its engine chains are touched with the chunk's.)
    */
-  private long touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
+  private void touchStore(int slot, KvEventColumns events, int i, int localsAt, int from, int k) {
     int tier = events.tierOrdinal(i);
     long[] hashes = events.hashes();
     int blocks = events.blocks(i);
-    long sink = 0;
     chunkSeqKnown[k] = false;
     boolean atRoot = !events.hasParent(i);
     long parentHash = events.parent(i);
@@ -565,20 +565,19 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
     }
     if (!known) {
-      return sink;
+      return;
     }
     long seq = previous;
     long[] touched = chunkTouched;
-    int at = chunkTouchedCount;
+    int at = (int) tallies[CHUNK_TOUCHED];
     for (int b = 0; b < blocks; b++) {
       long local = chunkLocals[localsAt + b];
       seq = atRoot && b == 0 ? local : BlockHasher.sequenceHash(seq, local);
       touched[at + b] = seq;
     }
-    chunkTouchedCount = at + blocks;
+    tallies[CHUNK_TOUCHED] = at + blocks;
     chunkSeqs[k] = seq;
     chunkSeqKnown[k] = true;
-    return sink;
   }
 
   /** Applies event {@code i}; the caller holds the write lock. {@code localsAt} is as in {@link #applyStored}. */

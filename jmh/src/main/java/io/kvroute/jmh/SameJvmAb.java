@@ -40,12 +40,15 @@ import java.util.function.IntToDoubleFunction;
  * indexed blocks, ns per call; {@code hash}: {@link BlockHasher#sequenceHashes} of a 2,048-token prompt, ns per
  * prompt; {@code decode} / {@code ingest}: a 128-block batch of 16-block events decoded into columns, and applied
  * to a 1M-block index, ns per block ({@code decodeStores} / {@code decodeRemovals}: only the stream's store or
- * removal batches decoded); {@code apply}: the same batches decoded beforehand, applied only),
+ * removal batches decoded); {@code apply}: the same batches decoded beforehand, applied only;
+ * {@code applyStores} / {@code applyRemovals}: the whole cycle applied as {@code apply} does, only its store or
+ * its removal batches timed, ns per block of those),
  * {@code HIT}, {@code MISS} or (for {@code select}) {@code PARTIAL} (one worker holds the prompt to a random
  * depth, from one block to all but the last, and no worker the rest), distinct prompts (1: in cache, 512: cold),
  * rounds, calls per round, then
  * {@code name=classpath} per version. With {@code -Dab.cpu=true} a round is timed by the thread's CPU time
- * rather than the wall clock (on a machine whose cores are oversubscribed).
+ * rather than the wall clock (on a machine whose cores are oversubscribed); {@code -Dab.blocks=N} indexes N blocks
+ * instead of 1M before the drivers run (at 10,000 the tables fit in cache: what is left is the CPU's work).
  */
 public final class SameJvmAb {
   private SameJvmAb() {}
@@ -205,8 +208,8 @@ public final class SameJvmAb {
           router.reportEventStream(id, EventStreamState.LIVE);
         }
       }
-      int[][] indexed = Workload.populate(sink, ids, Integer.getInteger("ab.blocks", 1_000_000), 2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS,
-          random);
+      int[][] indexed = Workload.populate(sink, ids, Integer.getInteger("ab.blocks", 1_000_000),
+          2048 / Workload.BLOCK_SIZE, Workload.MAX_PROMPTS, random);
       boolean partial = match.equals("PARTIAL");
       prompts = Workload.prompts(partial ? Match.HIT : Match.valueOf(match), indexed, 2048, distinct, random);
       if (partial) { // an indexed prompt's first blocks (a random depth, at least one, not all), then random tokens
@@ -277,7 +280,8 @@ public final class SameJvmAb {
         case "applyStores":
         case "applyRemovals": {
           // The whole cycle applied, as "apply" does, but only the store (or removal) batches timed: the stream's
-          // first half stores, its second half removes; CPU time read around each batch.
+          // first half stores, its second half removes; the thread's CPU time read around each batch (with or
+          // without -Dab.cpu).
           ops = 0;
           boolean stores = kind.equals("applyStores");
           long timed = 0;

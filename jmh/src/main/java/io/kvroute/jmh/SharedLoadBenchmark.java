@@ -103,6 +103,8 @@ public class SharedLoadBenchmark {
   static final int PEER_EVERY = 64;
 
   Router router;
+  /** A port to use instead of {@link #sync}'s (for {@link SyncAb}); null: {@link #sync}'s. */
+  SharedLoad portOverride;
   private Router peerRouter;
   private final Routing[] peerInFlight = new Routing[64];
   private int peerNext;
@@ -127,6 +129,9 @@ public class SharedLoadBenchmark {
         peerSync = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("peer").build();
         peer = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync).build();
       }
+    }
+    if (portOverride != null) {
+      port = portOverride;
     }
     router = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED).sharedLoad(port).build();
     if (sync == Sync.NONE && peerRate > 0) {

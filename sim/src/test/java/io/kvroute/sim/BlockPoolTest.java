@@ -37,4 +37,29 @@ class BlockPoolTest {
     assertEquals(List.of(KvEvent.BlockRemoved.of(42L)), pool.takeEvents());
     assertEquals(-1, pool.lookup(42L));
   }
+
+  /**
+   * Two blocks holding the same hash (vLLM caches a duplicate when two requests compute one block before either is
+   * cached): each eviction is one {@code BlockRemoved}, as vLLM emits one per evicted block and a router keeps a
+   * reference count for duplicate stores (reference/vllm-kv-events.md, 3.3 and 9). After the first eviction the
+   * hash still hits the other block; only after the second is it gone.
+   */
+  @Test
+  void eachEvictedDuplicateEmitsItsOwnRemoval() {
+    BlockPool pool = new BlockPool(2);
+    int[] blocks = new int[2];
+    pool.allocate(2, blocks, 0);
+    pool.cache(blocks[0], 42L);
+    pool.cache(blocks[1], 42L);
+    pool.free(blocks, 0, 2, false); // blocks[0] first in the free queue
+    assertEquals(List.of(), pool.takeEvents());
+    int[] one = new int[1];
+    pool.allocate(1, one, 0);
+    assertEquals(blocks[0], one[0]);
+    assertEquals(List.of(KvEvent.BlockRemoved.of(42L)), pool.takeEvents());
+    assertEquals(blocks[1], pool.lookup(42L), "the duplicate still holds the hash");
+    pool.allocate(1, one, 0);
+    assertEquals(List.of(KvEvent.BlockRemoved.of(42L)), pool.takeEvents());
+    assertEquals(-1, pool.lookup(42L));
+  }
 }

@@ -241,6 +241,40 @@ class SimServerTest {
     assertEquals((long) status, error.get("code"));
   }
 
+  /**
+   * A token-id prompt is checked against the vocabulary as vLLM does ({@code "Token id ... is out of vocabulary"}):
+   * ids from 0 to {@code vocabularySize - 1} are served, the size itself and beyond are a 400 naming the prompt.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void tokenIdsAreCheckedAgainstTheVocabularyAtItsEdge() throws Exception {
+    int vocabulary = SimTokenizer.standard().vocabularySize();
+    HttpResponse<String> last = post("/v1/completions", "{\"prompt\": [0, " + (vocabulary - 1) + "], \"max_tokens\": 1}");
+    assertEquals(200, last.statusCode(), last.body());
+    for (long id : new long[] {vocabulary, vocabulary + 1L, Integer.MAX_VALUE}) {
+      HttpResponse<String> r = post("/v1/completions", "{\"prompt\": [1, " + id + "], \"max_tokens\": 1}");
+      assertEquals(400, r.statusCode(), id + ": " + r.body());
+      Map<String, Object> error = (Map<String, Object>) json(r).get("error");
+      assertEquals("prompt", error.get("param"), r.body());
+    }
+  }
+
+  /**
+   * A body over the 32 MiB bound is refused as such, even when its first 32 MiB are a valid request: here a small
+   * request padded with whitespace, which a reader that only stopped at the bound would parse and serve.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void aBodyOverTheBoundIsRefusedEvenIfItsStartIsAValidRequest() throws Exception {
+    String request = "{\"prompt\": \"hi\", \"max_tokens\": 1}";
+    HttpResponse<String> small = post("/v1/completions", request + " ".repeat(1024));
+    assertEquals(200, small.statusCode(), small.body());
+    HttpResponse<String> padded = post("/v1/completions", request + " ".repeat(32 << 20));
+    assertEquals(400, padded.statusCode(), padded.body());
+    String message = (String) ((Map<String, Object>) json(padded).get("error")).get("message");
+    assertTrue(message.contains("exceeds"), message);
+  }
+
   @Test
   @SuppressWarnings("unchecked")
   void tooLongForTheCacheIsRejectedWithTheContextLengthMessage() throws Exception {

@@ -375,7 +375,8 @@ final class ByteLevelBpe implements TextEncoder {
           break;
         }
         long key = (long) left << 32 | (right & 0xffffffffL);
-        m.merges.putIfAbsent(key, (long) rank << 32 | merged); // the library keeps the first rank of a pair
+        // the library collects the merges into a hash map in file order: a pair listed again takes its last rank
+        m.merges.put(key, (long) rank << 32 | merged);
       }
     }
     m.mergePairs.clear();

@@ -266,4 +266,35 @@ class PrefixCacheTest {
       assertArrayEquals(new int[] {1}, t.tokenize("a", false));
     }
   }
+
+  /**
+   * The byte count is exact, not merely within the bound: with one id per char (an independent model of encode),
+   * an entry of a 4-char text costs 2 * 4 + 4 * 4 + 64 bytes for its text and ids plus 96 for the entry, 184 in
+   * all. Whether an entry leaves by replacement (a text with the same prefix to its boundary) or by eviction (a
+   * second text that does not fit beside the first), the count returns to exactly what is held; a count that
+   * drifted upward would evict more than needed and, past the bound, report a cache over it.
+   */
+  @Test
+  void theByteCountIsExactAcrossReplacementAndEviction() {
+    PrefixCache.Encoder chars = text -> text.chars().toArray();
+    List<TokenizerFiles.AddedToken> added = List.of(
+        new TokenizerFiles.AddedToken(1, "<a>", true, false, false, false, false));
+    long one = 2 * 4 + 4 * 4 + 64 + 96;
+
+    PrefixCache roomy = new PrefixCache(added, 10_000);
+    roomy.encode("<a>y", chars);
+    assertEquals(one, roomy.bytes());
+    assertEquals(1, roomy.size());
+    for (String text : new String[] {"<a>z", "<a>w", "<a>y"}) { // the same boundary: each replaces the last
+      assertArrayEquals(text.chars().toArray(), roomy.encode(text, chars));
+      assertEquals(roomy.size() * one, roomy.bytes(), text);
+    }
+
+    PrefixCache tight = new PrefixCache(added, 200); // room for one such entry
+    for (String text : new String[] {"<a>y", "w<a>", "v<a>", "u<a>"}) { // each evicts the one before
+      assertArrayEquals(text.chars().toArray(), tight.encode(text, chars));
+      assertEquals(1, tight.size(), text);
+      assertEquals(one, tight.bytes(), text);
+    }
+  }
 }
