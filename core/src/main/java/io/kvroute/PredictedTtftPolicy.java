@@ -58,9 +58,9 @@ import java.util.Objects;
  * decides, cache included: an imbalance never falls back to load alone, and a hot prefix gets a second holder as soon
  * as its holder is over the bound or its queue makes recomputing elsewhere, eviction included, the cheaper choice.
  * Costs closer than one engine step tie: the smallest fitted {@code a}, or the smallest prefill spread (see
- * {@link #tieTolerance}) where a prefill that grows faster than linearly clamps the fitted {@code a} at 0. Between two workers that hold different
- * amounts of the prompt, the tie goes to the one that holds more (no copy the cost cannot tell from serving it
- * where it is cached, see {@link #holdsMoreInATie}). Between two workers that both hold as much
+ * {@link #tieTolerance}) where a prefill that grows faster than linearly clamps the fitted {@code a} at 0. Between two
+ * workers that hold different amounts of the prompt, the tie goes to the one that holds more (no copy the cost cannot
+ * tell from serving it where it is cached, see {@link #holdsMoreInATie}). Between two workers that both hold as much
  * of the prompt as any, the tie goes to the one with fewer prompt tokens waiting for a first token (they share this
  * request's prefill step), then to the one with less of its engine step in progress left to wait out (see
  * {@link #stepLeftNanos}: known only within one step of the last step end the router saw), then fewer active
@@ -1067,8 +1067,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * sends it to the holder with the fewest decode blocks), 0.35 ms more per hit, and the median TTFT was 16.1 ms
    * against 15.4. With this estimate, a holder that has just begun a step (a whole step left) still loses to one of
    * unknown phase, and between holders of unknown phase the one with fewer active requests wins
-   * ({@link #breaksTie}). {@code step} is the tie tolerance, the smallest fitted intercept: the fixed cost of a step
-   * (0 on a fleet whose fit clamps it there, which leaves the active count to decide).
+   * ({@link #breaksTie}). {@code step} is this selection's tie tolerance ({@link #tieTolerance}): the smallest fitted
+   * intercept, the fixed cost of a step, or the prefill spread where the fit clamps that at 0 (0 when neither is
+   * known, which leaves the active count to decide).
    */
   static double stepLeftNanos(int active, long lastStepEndAt, long nowNanos, double step) {
     if (active == 0) {

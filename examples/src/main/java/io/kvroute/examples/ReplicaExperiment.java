@@ -182,7 +182,8 @@ public final class ReplicaExperiment {
                 Runnable deliver = nats ? () -> flushAndDeliver(syncs) : null;
                 collisions[0] = new Collisions(replicas, Math.max(1, options.syncIntervalNanos), options.concurrency,
                     workload, ticker, "placements".equals(options.deliverAtOnce) ? deliver : null,
-                    "joins".equals(options.deliverAtOnce) ? deliver : null, "cold".equals(options.deliverAtOnce) ? deliver : null);
+                    "joins".equals(options.deliverAtOnce) ? deliver : null,
+                    "cold".equals(options.deliverAtOnce) ? deliver : null);
               }
               listener = new Both(listener, collisions[0].forReplica(r));
             }

@@ -107,8 +107,8 @@ public final class SyncAb {
       double[] s = results[k].clone();
       Arrays.sort(s);
       double mean = Arrays.stream(s).average().orElse(0);
-      System.out.printf(Locale.ROOT, "%-6s thread cpu per request: best %8.1f  p25 %8.1f  median %8.1f  mean %8.1f ns%n",
-          names.get(k), s[0], s[s.length / 4], s[s.length / 2], mean);
+      System.out.printf(Locale.ROOT,
+          "%-6s thread cpu per request: best %8.1f  p25 %8.1f  median %8.1f  mean %8.1f ns%n", names.get(k), s[0], s[s.length / 4], s[s.length / 2], mean);
     }
     if (benches.size() == 2) {
       double[] d = new double[rounds - warm];
