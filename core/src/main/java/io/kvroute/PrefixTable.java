@@ -540,15 +540,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
 
   /** Touches the home probe slots of an event's blocks' sequence hashes; see prefetchEngineChains. */
   void prefetchSeqChains(long[] seqs, int count) {
-    long sink = 0;
-    long[] probe = seqSlots;
-    int n = probe.length;
-    for (int i = 0; i < count; i++) {
-      int home = home(mix(seqs[i]), n);
-      int ahead = home + RUN_AHEAD;
-      sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
-    }
-    prefetchSink += sink;
+    prefetchSink += touchSeqs(seqs, count);
   }
 
   // ---------------------------------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import io.kvroute.Ticker;
 import io.kvroute.sim.SharedPrefixWorkload;
 import java.io.PrintStream;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -34,7 +33,7 @@ import org.jspecify.annotations.Nullable;
  * knowingly: the excess with N replicas is what the window causes. Each class also reports the later request's
  * warm TTFT (mean, and how many are at or above the run's own warm p99).
  */
-final class Collisions implements RouterListener {
+final class Collisions {
   /** One routing. */
   private static final class Rec {
     final int index;
@@ -182,10 +181,5 @@ final class Collisions implements RouterListener {
         }
       }
     }
-  }
-
-  @Override
-  public String toString() {
-    return "Collisions" + Arrays.asList(replicas, recs.size());
   }
 }

@@ -177,6 +177,7 @@ public final class ReplicaExperiment {
             int r = built.getAndIncrement();
             RouterListener listener = nats && options.syncIntervalNanos == 0 ? new DeliverAtOnce(warmTtft, syncs)
                 : warmTtft;
+            @Nullable RouterListener collisionsListener = null;
             if (options.collisions || options.deliverAtOnce != null) {
               if (collisions[0] == null) {
                 Runnable deliver = nats ? () -> flushAndDeliver(syncs) : null;
@@ -185,14 +186,18 @@ public final class ReplicaExperiment {
                     "joins".equals(options.deliverAtOnce) ? deliver : null,
                     "cold".equals(options.deliverAtOnce) ? deliver : null);
               }
-              listener = new Both(listener, collisions[0].forReplica(r));
+              collisionsListener = collisions[0].forReplica(r);
             }
             RouterPolicy own = one != null ? one : policy.get();
             if (options.shareOutcomes && own instanceof RouterListener l) {
               listener = new OutcomesToPeers(listener, l, outcomeListeners);
             }
-            Router router = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r)
-                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(listener).build();
+            Router.Builder builder = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r)
+                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(listener);
+            if (collisionsListener != null) {
+              builder.listener(collisionsListener); // the router calls its listeners in order, each isolated
+            }
+            Router router = builder.build();
             if (nats && r == replicas - 1) {
               awaitMesh(syncs);
               bytesAtStart[0] = Arrays.stream(syncs).mapToLong(s -> s.stats().bytesSent()).sum();
@@ -325,35 +330,6 @@ public final class ReplicaExperiment {
     public void onClosed(Routing routing, long elapsedNanos) {
       delegate.onClosed(routing, elapsedNanos);
       flushAndDeliver(syncs);
-    }
-  }
-
-  /** Two listeners, in order. */
-  static final class Both implements RouterListener {
-    private final RouterListener first;
-    private final RouterListener second;
-
-    Both(RouterListener first, RouterListener second) {
-      this.first = first;
-      this.second = second;
-    }
-
-    @Override
-    public void onRouted(Routing routing) {
-      first.onRouted(routing);
-      second.onRouted(routing);
-    }
-
-    @Override
-    public void onFirstToken(Routing routing, long elapsedNanos) {
-      first.onFirstToken(routing, elapsedNanos);
-      second.onFirstToken(routing, elapsedNanos);
-    }
-
-    @Override
-    public void onClosed(Routing routing, long elapsedNanos) {
-      first.onClosed(routing, elapsedNanos);
-      second.onClosed(routing, elapsedNanos);
     }
   }
 

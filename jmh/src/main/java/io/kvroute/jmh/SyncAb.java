@@ -1,5 +1,8 @@
 package io.kvroute.jmh;
 
+import io.kvroute.RemoteLoad;
+import io.kvroute.SharedLoad;
+import io.kvroute.WorkerId;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
@@ -47,12 +50,12 @@ public final class SyncAb {
       SharedLoadBenchmark b = new SharedLoadBenchmark();
       if (args[i].equals("NOOP")) {
         b.sync = SharedLoadBenchmark.Sync.NONE;
-        b.portOverride = new io.kvroute.SharedLoad() {
+        b.portOverride = new SharedLoad() {
           @Override
-          public void start(io.kvroute.RemoteLoad view) {}
+          public void start(RemoteLoad view) {}
 
           @Override
-          public void booked(long bookingId, io.kvroute.WorkerId worker, long prefillTokens, long[] hashes,
+          public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes,
               int blocks, boolean predicted) {}
 
           @Override
@@ -108,7 +111,8 @@ public final class SyncAb {
       Arrays.sort(s);
       double mean = Arrays.stream(s).average().orElse(0);
       System.out.printf(Locale.ROOT,
-          "%-6s thread cpu per request: best %8.1f  p25 %8.1f  median %8.1f  mean %8.1f ns%n", names.get(k), s[0], s[s.length / 4], s[s.length / 2], mean);
+          "%-6s thread cpu per request: best %8.1f  p25 %8.1f  median %8.1f  mean %8.1f ns%n", names.get(k), s[0],
+          s[s.length / 4], s[s.length / 2], mean);
     }
     if (benches.size() == 2) {
       double[] d = new double[rounds - warm];
