@@ -512,11 +512,11 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
-      // The stores' sequence runs in one loop, after their hash chains: their loads then issue back to back, where
-      // touching each block as its hash came out of the chain let only as many misses overlap as the blocks whose
-      // chaining fits in the CPU's reorder window.
-      sink += entries.touchSeqs(chunkTouched, (int) tallies[CHUNK_TOUCHED]);
-      tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
+      // The stores' sequence runs after their hash chains, with the chunk's engine buckets: their loads then issue
+      // back to back, where touching each block as its hash came out of the chain let only as many misses overlap
+      // as the blocks whose chaining fits in the CPU's reorder window.
+      tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s, chunkTouched,
+          (int) tallies[CHUNK_TOUCHED]);
       tallies[CHUNK_HINTS] = r;
     } finally {
       lock.unlockRead(stamp);

@@ -79,6 +79,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   private long prefetchSink; // keeps prefetching loads from being optimised away
   private int lastJoined = NIL; // the entry joined last: most often the parent of the next one (see primaryOf)
   private int[] chainScratch = new int[64]; // touchChains' entries found per key
+  private int[] homeScratch = new int[64]; // touchChains' probe homes per key
 
   PrefixTable(int maxEntries) {
     super(maxEntries);
@@ -457,11 +458,45 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * entry found per key, or NIL.
    */
   long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count) {
+    return touchChains(slotTiers, keys, entries, removals, count, null, 0);
+  }
+
+  /**
+   * {@link #touchChains(int[], long[], int[], int, int)}, also touching the sequence runs of {@code seqs[0,
+   * seqCount)} (what {@link #touchSeqs} touches) among the chunk's first loads. Each round of misses is issued by a
+   * loop that does nothing else: the indexes are computed first, the loads then follow back to back (a few
+   * instructions apart), so that all of a chunk's misses of a round fit in the CPU's reorder window at once, where
+   * a loop that hashed, loaded and branched per key let about a dozen keys' misses overlap.
+   */
+  long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count, long[] seqs,
+      int seqCount) {
     long sink = 0;
     int[] heads = engHeads;
     long[] table = this.table;
+    long[] probe = seqSlots;
+    int n = probe.length;
+    int[] homes = homeScratch(Math.max(seqCount, removals));
     for (int j = 0; j < count; j++) {
-      entries[j] = heads[engineBucket(slotTiers[j], keys[j])];
+      entries[j] = engineBucket(slotTiers[j], keys[j]);
+    }
+    for (int i = 0; i < seqCount; i++) {
+      homes[i] = home(mix(seqs[i]), n);
+    }
+    // Round 1: every bucket, then every sequence run's two lines (independent of the buckets).
+    for (int j = 0; j < count; j++) {
+      entries[j] = heads[entries[j]];
+    }
+    for (int i = 0; i < seqCount; i++) {
+      int home = homes[i];
+      int next = home + RUN_AHEAD;
+      sink += probe[home] + probe[next < n ? next : next - n];
+    }
+    // Round 2: every chain's first entry (entry 0 for an empty chain: a load without a branch on the bucket), its
+    // link and its key, which may lie on the next line.
+    for (int j = 0; j < count; j++) {
+      int e = entries[j];
+      int base = (e & ~(e >> 31)) * STRIDE;
+      sink += table[base + LINK] + table[base + ENG];
     }
     // Rounds over the chains; a key whose walk goes on keeps its next entry in entries[j] and one whose walk
     // ended there (found, or the chain's end) gets NIL | its found entry flagged in `done` below.
@@ -494,17 +529,17 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     for (int j = 0; j < count; j++) {
       entries[j] = found[j];
     }
-    long[] probe = seqSlots;
+    // The removals' sequence runs and LRU neighbours: the homes from the entries found (in cache by now), then the
+    // runs' loads back to back.
     for (int j = 0; j < removals; j++) {
       int e = entries[j];
+      int home = 0;
       if (e != NIL) {
         int base = e * STRIDE;
         long links = table[base + LRU];
         int prev = (int) (links >> 32);
         int next = (int) links;
-        int home = home(mix(table[base + SEQ]), probe.length);
-        int ahead = home + RUN_AHEAD;
-        sink += probe[home] + probe[ahead < probe.length ? ahead : ahead - probe.length];
+        home = home(mix(table[base + SEQ]), n);
         if (prev != NIL) {
           sink += table[prev * STRIDE + LRU];
         }
@@ -512,8 +547,21 @@ final class PrefixTable extends PrefixTableLayout.Padded {
           sink += table[next * STRIDE + LRU];
         }
       }
+      homes[j] = home;
+    }
+    for (int j = 0; j < removals; j++) {
+      int home = homes[j];
+      int ahead = home + RUN_AHEAD;
+      sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
     }
     return sink;
+  }
+
+  private int[] homeScratch(int count) {
+    if (homeScratch.length < count) {
+      homeScratch = new int[Math.max(count, homeScratch.length * 2)];
+    }
+    return homeScratch;
   }
 
   private int[] chainScratch(int count) {
