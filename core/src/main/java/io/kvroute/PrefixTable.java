@@ -458,7 +458,24 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * entry found per key, or NIL.
    */
   long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count) {
-    return touchChains(slotTiers, keys, entries, removals, count, null, 0);
+    return touchBuckets(slotTiers, keys, entries, count)
+        + touchChains(slotTiers, keys, entries, removals, count, null, 0);
+  }
+
+  /**
+   * Loads the engine bucket of each key {@code j < count} into {@code entries[j]} (the chain's first entry, or
+   * NIL), in a loop that does nothing else once the buckets' indexes are computed: the first round of
+   * {@link #touchChains}.
+   */
+  long touchBuckets(int[] slotTiers, long[] keys, int[] entries, int count) {
+    int[] heads = engHeads;
+    for (int j = 0; j < count; j++) {
+      entries[j] = engineBucket(slotTiers[j], keys[j]);
+    }
+    for (int j = 0; j < count; j++) {
+      entries[j] = heads[entries[j]];
+    }
+    return 0;
   }
 
   /**
@@ -466,37 +483,31 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * seqCount)} (what {@link #touchSeqs} touches) among the chunk's first loads. Each round of misses is issued by a
    * loop that does nothing else: the indexes are computed first, the loads then follow back to back (a few
    * instructions apart), so that all of a chunk's misses of a round fit in the CPU's reorder window at once, where
-   * a loop that hashed, loaded and branched per key let about a dozen keys' misses overlap.
+   * a loop that hashed, loaded and branched per key let about a dozen keys' misses overlap. {@code entries} must
+   * hold each key's chain head, as {@link #touchBuckets} leaves them.
    */
   long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count, long[] seqs,
       int seqCount) {
     long sink = 0;
-    int[] heads = engHeads;
     long[] table = this.table;
     long[] probe = seqSlots;
     int n = probe.length;
     int[] homes = homeScratch(Math.max(seqCount, removals));
-    for (int j = 0; j < count; j++) {
-      entries[j] = engineBucket(slotTiers[j], keys[j]);
-    }
     for (int i = 0; i < seqCount; i++) {
       homes[i] = home(mix(seqs[i]), n);
     }
-    // Round 1: every bucket, then every sequence run's two lines (independent of the buckets).
-    for (int j = 0; j < count; j++) {
-      entries[j] = heads[entries[j]];
-    }
+    // Every sequence run's two lines (independent of the buckets).
     for (int i = 0; i < seqCount; i++) {
       int home = homes[i];
       int next = home + RUN_AHEAD;
       sink += probe[home] + probe[next < n ? next : next - n];
     }
-    // Round 2: every chain's first entry (entry 0 for an empty chain: a load without a branch on the bucket), its
-    // link and its key, which may lie on the next line.
+    // Round 2: every chain's first entry (entry 0 for an empty chain: a load without a branch on the bucket), both
+    // of the lines a 40-byte entry may span (its first and last fields).
     for (int j = 0; j < count; j++) {
       int e = entries[j];
       int base = (e & ~(e >> 31)) * STRIDE;
-      sink += table[base + LINK] + table[base + ENG];
+      sink += table[base + SEQ] + table[base + LRU];
     }
     // Rounds over the chains; a key whose walk goes on keeps its next entry in entries[j] and one whose walk
     // ended there (found, or the chain's end) gets NIL | its found entry flagged in `done` below.
