@@ -43,11 +43,9 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   static final int MAX_GATHER = 128; // and then, once those all matched (1 KB of scratch)
   static final long EMPTY = -1L; // a free probe slot: its entry half is NIL
   static final int RUN_AHEAD = 8; // a match also loads this far past a home slot: the next cache line of its run
-  static final int LINE_OFFSET = 6; // the slot a home takes in its group of 8 (see home): 16 + 6 * 8 = 64 bytes
-  // After block 0, the match's walk stops at the entries it needs (see match), and loads the slot ENTRY_AHEAD on
-  // with the home: with homes at the start of their line (see home) that slot is in the home's line, so the load
-  // adds no line; where the array is not line-aligned (a small table, not humongous) it brings the next line when
-  // the home lies in the upper half of its line.
+  // After block 0, the match's walk stops at the entries it needs (see match), which sit within ENTRY_AHEAD slots
+  // of their home for nine blocks in ten at half fill: loading the slot ENTRY_AHEAD on brings the next line only
+  // when the home lies in the upper half of its line, where such an entry may have crossed into it.
   static final int ENTRY_AHEAD = 4;
   // A bisecting match (see matchBisecting) splits an interval whose ends differ into this many parts a round: 7
   // probes, loaded together, per interval and round, and log8 of the prompt's blocks rounds (3 for 128 blocks,
@@ -498,9 +496,11 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     for (int i = 0; i < seqCount; i++) {
       homes[i] = home(mix(seqs[i]), n);
     }
-    // Every sequence run's home line (independent of the buckets).
+    // Every sequence run's two lines (independent of the buckets).
     for (int i = 0; i < seqCount; i++) {
-      sink += probe[homes[i]];
+      int home = homes[i];
+      int next = home + RUN_AHEAD;
+      sink += probe[home] + probe[next < n ? next : next - n];
     }
     // Round 2: every chain's first entry (entry 0 for an empty chain: a load without a branch on the bucket), both
     // of the lines a 40-byte entry may span (its first and last fields).
@@ -508,10 +508,6 @@ final class PrefixTable extends PrefixTableLayout.Padded {
       int e = entries[j];
       int base = (e & ~(e >> 31)) * STRIDE;
       sink += table[base + SEQ] + table[base + LRU];
-    }
-    // The next line of a run only where its home line is full to its last slot (the run may go on there).
-    for (int i = 0; i < seqCount; i++) {
-      sink += touchOverflow(probe, homes[i], n);
     }
     // Rounds over the chains; a key whose walk goes on keeps its next entry in entries[j] and one whose walk
     // ended there (found, or the chain's end) gets NIL | its found entry flagged in `done` below.
@@ -565,25 +561,11 @@ final class PrefixTable extends PrefixTableLayout.Padded {
       homes[j] = home;
     }
     for (int j = 0; j < removals; j++) {
-      sink += probe[homes[j]];
-    }
-    for (int j = 0; j < removals; j++) {
-      sink += touchOverflow(probe, homes[j], n);
+      int home = homes[j];
+      int ahead = home + RUN_AHEAD;
+      sink += probe[home] + probe[ahead < n ? ahead : ahead - n];
     }
     return sink;
-  }
-
-  /**
-   * Loads the line after the home line of a run from {@code home} when the home line's last slot is taken (any walk
-   * starting in the line then may go on), and nothing otherwise.
-   */
-  private static long touchOverflow(long[] probe, int home, int n) {
-    int last = home + RUN_AHEAD - 1;
-    if ((int) probe[last < n ? last : last - n] < 0) {
-      return 0;
-    }
-    int next = home + RUN_AHEAD;
-    return probe[next < n ? next : next - n];
   }
 
   private int[] homeScratch(int count) {
@@ -1115,19 +1097,9 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     return Math.max(16, 2 * capacity + 1);
   }
 
-  /**
-   * The home slot of a fingerprint in a probe table of {@code n} slots: the first slot of one of its {@code n / 8}
-   * groups of 8 (the fingerprint scaled to the groups), each group one 64-byte cache line when the array's data
-   * starts {@value #LINE_OFFSET} slots before a line, as a humongous array's does (HotSpot's 16-byte array header,
-   * the array at the start of a G1 region). A run then starts where its line does, and most walks stay in it:
-   * counted at the 1M-block benchmark's fill (1,032,768 entries, 2^21 + 1 slots), an insertion's walk (home to the
-   * first free slot) leaves its home line 5.0 % of the time and a deletion's (the entry to the first free slot)
-   * 10.8 %, against 16.8 % and 39.2 % with homes anywhere in a line; a walk reads 5.2 slots on average instead of
-   * 2.45, one line's worth. So touching a run ahead needs its home line, and the next one only when the home
-   * line's last slot is taken.
-   */
+  /** The home slot of a fingerprint in a probe table of {@code n} slots: the fingerprint scaled to [0, n). */
   static int home(int print, int n) {
-    return (int) (((print & 0xFFFFFFFFL) * (n >>> 3)) >>> 32) * 8 + LINE_OFFSET;
+    return (int) (((print & 0xFFFFFFFFL) * n) >>> 32);
   }
 
   private void unlinkEngine(int e, int slotTier, long engineHash) {
