@@ -593,13 +593,13 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   }
 
   /**
-   * Applies event {@code i}; the caller holds the write lock. {@code localsAt} and {@code prepared} are as in
+   * Applies event {@code i}; the caller holds the write lock. {@code localsAt} and {@code chained} are as in
    * {@link #applyStored}.
    */
-  private void applyLocked(WorkerId worker, KvEventColumns events, int i, int localsAt, int prepared) {
+  private void applyLocked(WorkerId worker, KvEventColumns events, int i, int localsAt, int chained) {
     byte kind = events.kind(i);
     if (kind == KvEventColumns.STORED) {
-      applyStored(worker, events, i, localsAt, prepared);
+      applyStored(worker, events, i, localsAt, chained);
     } else if (kind == KvEventColumns.REMOVED) {
       applyRemoved(worker, events, i, slots.getInt(worker), -1);
     } else {

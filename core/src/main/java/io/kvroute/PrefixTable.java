@@ -449,23 +449,10 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   }
 
   /**
-   * Touches what applying a chunk reads through engine hashes: for each key {@code j < count} (a worker-tier and
-   * an engine hash), its engine bucket and the chain after it up to the entry of that worker-tier and hash, or to
-   * the chain's end when there is none (what a store's duplicate check walks), in rounds: every bucket, then every
-   * first entry, then every second one, so that each round's cache misses overlap instead of one chain's loads
-   * waiting for each other. For the first {@code removals} keys (removed blocks) it then touches what deleting the
-   * entry found reads: its sequence run and its LRU neighbours. {@code entries} is scratch; it ends up holding the
-   * entry found per key, or NIL.
-   */
-  long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count) {
-    return touchBuckets(slotTiers, keys, entries, count)
-        + touchChains(slotTiers, keys, entries, removals, count, null, 0);
-  }
-
-  /**
    * Loads the engine bucket of each key {@code j < count} into {@code entries[j]} (the chain's first entry, or
    * NIL), in a loop that does nothing else once the buckets' indexes are computed: the first round of
-   * {@link #touchChains}.
+   * {@link #touchChains}, which its caller may separate from the rest by other work (the misses are in flight
+   * meanwhile).
    */
   long touchBuckets(int[] slotTiers, long[] keys, int[] entries, int count) {
     int[] heads = engHeads;
@@ -479,12 +466,19 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   }
 
   /**
-   * {@link #touchChains(int[], long[], int[], int, int)}, also touching the sequence runs of {@code seqs[0,
-   * seqCount)} (what {@link #touchSeqs} touches) among the chunk's first loads. Each round of misses is issued by a
-   * loop that does nothing else: the indexes are computed first, the loads then follow back to back (a few
-   * instructions apart), so that all of a chunk's misses of a round fit in the CPU's reorder window at once, where
-   * a loop that hashed, loaded and branched per key let about a dozen keys' misses overlap. {@code entries} must
-   * hold each key's chain head, as {@link #touchBuckets} leaves them.
+   * Touches what applying a chunk reads through engine hashes and sequence hashes: for each key {@code j < count}
+   * (a worker-tier and an engine hash), the chain after its bucket up to the entry of that worker-tier and hash, or
+   * to the chain's end when there is none (what a store's duplicate check walks), in rounds: every first entry,
+   * then every second one, so that each round's cache misses overlap instead of one chain's loads waiting for each
+   * other; the sequence runs of the stores' {@code seqs[0, seqCount)} with the first round; then, for the first
+   * {@code removals} keys (removed blocks), what deleting the entry found reads: its sequence run and its LRU
+   * neighbours. {@code entries} must hold each key's chain head, as {@link #touchBuckets} leaves them; it ends up
+   * holding the entry found per key, or NIL.
+   *
+   * <p>Each round of misses is issued by a loop that does nothing else: the indexes are computed first, the loads
+   * then follow back to back (a few instructions apart), so that all of a chunk's misses of a round fit in the
+   * CPU's reorder window at once, where a loop that hashed, loaded and branched per key let about a dozen keys'
+   * misses overlap.
    */
   long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count, long[] seqs,
       int seqCount) {
