@@ -105,7 +105,8 @@ final class Xxh3 {
     }
   }
 
-  // The eight secret words of a local hash with seed 1337: kSecret's words 0..7, +seed for even, -seed for odd.
+  // The eight secret words of a local hash with seed 1337: kSecret's words 0..7, +seed for even, -seed for odd
+  // (package-private so that a test can pin the signs signsAsKeys relies on).
   static final long B0 = SECRET[0] + BlockHasher.SEED;
   static final long B1 = SECRET[1] - BlockHasher.SEED;
   static final long B2 = SECRET[2] + BlockHasher.SEED;
