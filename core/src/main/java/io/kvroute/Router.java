@@ -417,7 +417,10 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
-    routing.admittedLoad = Routing.admittedLoad(candidates.prefillTokens(choice), candidates.activeRequests(choice),
+    long queued = candidates.prefillTokens(choice);
+    long noted = candidates.noteQueuedTokens();
+    routing.admittedLoad = Routing.admittedLoad(noted >= 0 ? Math.min(noted, queued) : queued,
+        candidates.activeRequests(choice),
         candidates.notePrefillTokens());
     // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
     routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
