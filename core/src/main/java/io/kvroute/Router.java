@@ -427,10 +427,13 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
-    // The load the request really found (without the estimate of unseen peers' bookings): what its time to first
-    // token is learned against.
+    // The load the request really found (without the estimate of unseen peers' bookings), with the queue the policy
+    // counted where it noted one: what its time to first token is learned against.
     LoadTracker load = admission.load;
-    routing.admittedLoad = Routing.admittedLoad(load.prefillTokens(chosen.slot), load.activeRequests(chosen.slot),
+    long queued = load.prefillTokens(chosen.slot);
+    long noted = candidates.noteQueuedTokens();
+    routing.admittedLoad = Routing.admittedLoad(noted >= 0 ? Math.min(noted, queued) : queued,
+        load.activeRequests(chosen.slot),
         candidates.notePrefillTokens());
     // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
     routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);
