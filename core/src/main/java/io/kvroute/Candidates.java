@@ -10,7 +10,11 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Loads are the router's own bookings: {@link #prefillTokens} counts prompt tokens of routed requests that have
  * not produced their first token yet; {@link #decodeBlocks} projects the blocks the worker would hold with this
- * request added, counting blocks shared by its active requests once (as Dynamo does).
+ * request added, counting blocks shared by its active requests once (as Dynamo does). With a shared load
+ * ({@link Router.Builder#sharedLoad}) they include the peers' bookings delivered so far and, while this router's own
+ * bookings are younger than the port's delivery window, those counted once more per peer in {@link #prefillTokens}
+ * and {@link #activeRequests}: the estimate of the peers' bookings no delivery has brought yet (see
+ * {@link SharedLoad#peerCount}).
  */
 public final class Candidates {
   private static final long[] NO_HOLDERS = new long[LoadTracker.MAX_HOLDERS + 1];
@@ -283,7 +287,8 @@ public final class Candidates {
    * Prompt tokens routed to candidate {@code i} that have not produced a first token yet.
    *
    * @param i the candidate's index, from 0 to {@code size() - 1}
-   * @return the token count, zero or more (peers' bookings included with a shared load)
+   * @return the token count, zero or more (peers' bookings, and the estimate of those not delivered yet, included
+   *     with a shared load)
    */
   public long prefillTokens(int i) {
     return prefill[check(i)];
@@ -303,7 +308,8 @@ public final class Candidates {
    * Requests routed to candidate {@code i} and not yet closed.
    *
    * @param i the candidate's index, from 0 to {@code size() - 1}
-   * @return the request count, zero or more (peers' bookings included with a shared load)
+   * @return the request count, zero or more (peers' bookings, and the estimate of those not delivered yet, included
+   *     with a shared load)
    */
   public int activeRequests(int i) {
     return active[check(i)];

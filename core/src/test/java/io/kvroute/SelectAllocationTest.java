@@ -45,10 +45,46 @@ class SelectAllocationTest {
     assertAllocatesHandleAndRequestOnly(RouterPolicy.predictedTtft());
   }
 
+  /**
+   * With a shared-load port claiming peers and a delivery window longer than the test, every selection counts the
+   * router's own young bookings again (a ring of them, wrapping at its bound) in preallocated state.
+   */
+  @Test
+  void theEstimateOfPeersUnseenBookingsAllocatesNothing() {
+    SharedLoad port = new SharedLoad() {
+      @Override
+      public void start(RemoteLoad view) {}
+
+      @Override
+      public void booked(long id, WorkerId worker, long prefill, long[] hashes, int blocks, boolean predicted) {}
+
+      @Override
+      public void firstToken(long id) {}
+
+      @Override
+      public void closed(long id) {}
+
+      @Override
+      public int peerCount() {
+        return 3;
+      }
+
+      @Override
+      public long deliveryWindowNanos() {
+        return 3_600_000_000_000L; // an hour: every booking of the test stays young
+      }
+    };
+    assertAllocatesHandleAndRequestOnly(RouterPolicy.predictedTtft(), port);
+  }
+
   private static void assertAllocatesHandleAndRequestOnly(RouterPolicy policy) {
+    assertAllocatesHandleAndRequestOnly(policy, SharedLoad.NONE);
+  }
+
+  private static void assertAllocatesHandleAndRequestOnly(RouterPolicy policy, SharedLoad port) {
     // The object sizes below hold with 12-byte headers and 4-byte references (HotSpot's defaults under 32 GB).
     assumeTrue(flag("UseCompressedOops") && flag("UseCompressedClassPointers") && !flag("UseCompactObjectHeaders"));
-    Router router = Router.newBuilder().policy(policy).randomSeed(1).build();
+    Router router = Router.newBuilder().policy(policy).randomSeed(1).sharedLoad(port).build();
     for (int w = 0; w < 4; w++) {
       WorkerId id = WorkerId.of("w" + w);
       router.addWorker(Worker.of(id));

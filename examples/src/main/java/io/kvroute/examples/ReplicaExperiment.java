@@ -42,6 +42,8 @@ import org.jspecify.annotations.Nullable;
  * flushes its batched deltas to the NATS server, and the simulation waits (in real time) until every peer has
  * received and applied them; a peer therefore learns a booking up to one interval after it was made (in production
  * the first delta after a quiet period is sent at once and a burst's within the batch delay, plus NATS's delivery).
+ * Each replica's sync is given that interval as its batch delay, which is the delivery window its router is told
+ * ({@code SharedLoad.deliveryWindowNanos}) for its estimate of the peers' bookings not delivered yet.
  * Results do not depend on this machine's load. Each closed-loop client waits up to {@code --client-jitter-ms}
  * (1 ms) before each request, as its own processing and round trip to the gateway would make it; without it the
  * clients whose requests finish in one engine step all send at the same virtual instant, which no replica can learn

@@ -3,6 +3,7 @@ package io.kvroute.jmh;
 import io.kvroute.RemoteLoad;
 import io.kvroute.SharedLoad;
 import io.kvroute.WorkerId;
+import io.kvroute.sync.nats.NatsLoadSync;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
@@ -25,7 +26,8 @@ import java.util.Locale;
  * selections of each variant (see {@link SharedLoadBenchmark#warmSelections}), rounds, requests per round, then the
  * variants: {@code NONE} (one router routing both clients), {@code NATS} (two replicas over a real
  * {@code nats-server}, which must be installed), {@code NOOP} (as {@code NONE}, with a port that does nothing: what
- * the router's own side of sharing costs).
+ * the router's own side of sharing costs), {@code NOOP3} (the same port claiming 3 peers and a 0.1 ms delivery
+ * window: what counting the router's own young bookings again for its peers' unseen ones costs).
  */
 public final class SyncAb {
   private static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -48,22 +50,9 @@ public final class SyncAb {
     List<SharedLoadBenchmark> benches = new ArrayList<>();
     for (int i = 5; i < args.length; i++) {
       SharedLoadBenchmark b = new SharedLoadBenchmark();
-      if (args[i].equals("NOOP")) {
+      if (args[i].equals("NOOP") || args[i].equals("NOOP3")) {
         b.sync = SharedLoadBenchmark.Sync.NONE;
-        b.portOverride = new SharedLoad() {
-          @Override
-          public void start(RemoteLoad view) {}
-
-          @Override
-          public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes,
-              int blocks, boolean predicted) {}
-
-          @Override
-          public void firstToken(long bookingId) {}
-
-          @Override
-          public void closed(long bookingId) {}
-        };
+        b.portOverride = args[i].equals("NOOP") ? noop(0, 0) : noop(3, NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos());
       } else {
         b.sync = SharedLoadBenchmark.Sync.valueOf(args[i]);
       }
@@ -123,5 +112,36 @@ public final class SyncAb {
       System.out.printf(Locale.ROOT, "%s - %s per round: median %+.1f ns (p25 %+.1f, p75 %+.1f)%n", names.get(1),
           names.get(0), d[d.length / 2], d[d.length / 4], d[3 * d.length / 4]);
     }
+  }
+
+  /**
+   * A port that shares nothing but claims {@code peers} peers seeing this replica's bookings {@code window} ns late,
+   * so that the router counts its own young bookings again (what that estimate costs a selection).
+   */
+  private static SharedLoad noop(int peers, long window) {
+    return new SharedLoad() {
+      @Override
+      public void start(RemoteLoad view) {}
+
+      @Override
+      public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
+          boolean predicted) {}
+
+      @Override
+      public void firstToken(long bookingId) {}
+
+      @Override
+      public void closed(long bookingId) {}
+
+      @Override
+      public int peerCount() {
+        return peers;
+      }
+
+      @Override
+      public long deliveryWindowNanos() {
+        return window;
+      }
+    };
   }
 }
