@@ -127,6 +127,12 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double d = Double.NaN;
     double serviceNanos = Double.NaN;
     double footprint = 1; // engine-reported pinned blocks over the router's booked blocks
+    /**
+     * The share of recent selections (an exponential window of {@code learningWindow}) at which this worker's memory
+     * was predicted to bind for a request joining a prefix it holds: such a request would have waited there for
+     * running requests to free blocks (see {@link #heldAgainstOthers}).
+     */
+    double memoryBound;
     long maxCached;
     boolean filled;
     long lastSeen;
@@ -291,6 +297,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       works = new double[costs.length];
       queued = new double[costs.length];
       byCandidate = new Model[costs.length];
+      copied = new double[costs.length];
     }
     for (int i = 0; i < n; i++) {
       Model m = model(c.worker(i).id(), sweep);
@@ -483,6 +490,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   // memoryExternality).
   private double[] excess = new double[8];
   private double[] stales = new double[8];
+  // Per candidate: the prompt blocks another candidate holds that this one would copy (see heldAgainstOthers).
+  private double[] copied = new double[8];
   private double[] works = new double[8];
   private double[] queued = new double[8];
   // Whether this selection's longest cached prefix is reused for the first time at its holder (see
@@ -507,6 +516,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double queuedWhole = slope * c.prefillTokens(i);
     double ttft = own + queuedWhole;
     excess[i] = 0;
+    copied[i] = 0;
     if (!Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
       // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
@@ -516,7 +526,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       double pinned = c.decodeBlocks(i) * m.footprint;
       double over = pinned - memoryCapacity(m);
       long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
-      if (over > 0 && active > 0 && !treeHoldsItsBookingsBeforeAnyReport(c, i, m, booked)) {
+      boolean modelled = active > 0 && !treeHoldsItsBookingsBeforeAnyReport(c, i, m, booked);
+      copied[i] = Math.max(0, bestHit - hit) * m.footprint;
+      // How often a request would wait for memory here if it joined a prefix held here (this one's blocks without
+      // those it would copy): the share of the time in which the prefix blocks a copy pins here are blocks the
+      // others wait for (see heldAgainstOthers).
+      m.memoryBound = m.memoryBound * keep + (modelled && over - copied[i] > 0 ? 1 - keep : 0);
+      if (modelled && over > 0) {
         double finishes = atLeastOneFinish(finishing(c, i, active, (m.footprint - 1) * booked, over));
         ttft += finishes * m.serviceNanos / active;
         excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
@@ -574,8 +590,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
 
   /**
    * The delay candidate {@code i}'s KV memory use would add to the requests that arrive at the worker while this one
-   * runs, in nanoseconds: the memory counterpart of {@link #externality}, charged where this request would pin
-   * blocks beyond the cache ({@code excess}, at most its own new blocks).
+   * runs, in nanoseconds: the memory counterpart of {@link #externality}, charged for the blocks it holds against
+   * them ({@link #heldAgainstOthers}): those beyond the cache now ({@code excess}, at most its own new blocks), and
+   * the prefix blocks it would copy there in the share of the time the worker's memory binds.
    *
    * <p>A worker whose cache is full admits a request only as running ones free their blocks: memory, not compute,
    * sets its pace, and it turns over its {@code capacity} blocks about once per service time {@code S}. This
@@ -588,11 +605,33 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * cache they then crowded (hit rate 91% and falling as the waits were modelled more exactly; see docs/ROUTING.md).
    */
   private double memoryExternality(int i, Model m, double shareSum) {
-    if (!(excess[i] > 0) || !(shareSum > 0) || !(meanArrivalGapNanos > 0)) {
+    double held = heldAgainstOthers(excess[i], copied[i], m.memoryBound);
+    if (!(held > 0) || !(shareSum > 0) || !(meanArrivalGapNanos > 0) || Double.isNaN(m.serviceNanos)) {
       return 0;
     }
-    return memoryDelayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, m.serviceNanos, excess[i],
+    return memoryDelayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, m.serviceNanos, held,
         memoryCapacity(m));
+  }
+
+  /**
+   * The blocks a request placed at a worker holds against the requests that arrive there while it runs: its
+   * {@code excess} beyond the cache now, and of the prefix blocks it would copy there ({@code copied}: blocks another
+   * candidate already holds), the share {@code memoryBound} of them that the worker's memory binds (the share of
+   * recent selections at which a request joining a prefix held there would have waited for blocks to be freed).
+   *
+   * <p>A copy into a worker that has room at this instant exceeds nothing now, so the excess alone charged it
+   * nothing. But where the memory binds most of the time, that room is what the next arrivals are waiting for: the
+   * copied prefix is pinned for the request's stay (and for as long as requests of its kind keep coming there), and
+   * for the share of that time in which the worker's memory binds, each of its blocks is a block some waiting request
+   * cannot have. The copy's own tail and output are not charged this way: every candidate must hold them (a join
+   * too), so they are memory the cluster needs wherever the request goes, while the copied prefix is memory the
+   * cluster spends twice. At 3 workers, c32, 4 kinds (each cache holds about two kinds beside its active requests'
+   * tails), the excess alone made a join at a memory-bound holder cost about 1 s more for the others than a copy
+   * onto a worker that had a few blocks free at that instant, and about one request in 45 was a cold copy all
+   * through the run; see docs/ROUTING.md.
+   */
+  static double heldAgainstOthers(double excess, double copied, double memoryBound) {
+    return excess + memoryBound * Math.max(0, copied - excess);
   }
 
   /**

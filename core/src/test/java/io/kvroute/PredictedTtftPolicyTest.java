@@ -930,6 +930,22 @@ class PredictedTtftPolicyTest {
   }
 
   /**
+   * A request that would copy a 127-block prefix onto a worker with room for it now holds nothing beyond the cache
+   * there, but where the worker's memory binds at 3 of 4 selections, 3/4 of the copied blocks are held against the
+   * requests waiting there: 95.25 blocks. With 30 of them beyond the cache now, those 30 count whole and 3/4 of the
+   * other 97: 102.75. A join copies nothing and holds only its excess (20 blocks of its tail); a worker whose memory
+   * never binds charges a copy only its excess.
+   */
+  @Test
+  void aCopyHoldsItsCopiedPrefixAgainstTheOthersForTheShareOfTheTimeMemoryBinds() {
+    assertEquals(95.25, PredictedTtftPolicy.heldAgainstOthers(0, 127, 0.75), 1e-9);
+    assertEquals(30 + 0.75 * 97, PredictedTtftPolicy.heldAgainstOthers(30, 127, 0.75), 1e-9);
+    assertEquals(20, PredictedTtftPolicy.heldAgainstOthers(20, 0, 0.75), 1e-9, "a join");
+    assertEquals(30, PredictedTtftPolicy.heldAgainstOthers(30, 127, 0), 1e-9, "memory that never binds");
+    assertEquals(148, PredictedTtftPolicy.heldAgainstOthers(148, 127, 0.75), 1e-9, "all of it beyond the cache");
+  }
+
+  /**
    * Two idle workers; {@code a} holds 30 of the prompt's 32 blocks, {@code b} nothing of it, but {@code b} holds a
    * warm prefix of another prompt (30 blocks, routed there first) and its tree shrank from 50 to 40 blocks (an
    * eviction: its cache is full at 50). A copy of 30 blocks onto {@code b} evicts 30 + 30 - 50 = 10 warm blocks
