@@ -30,6 +30,12 @@ import org.jspecify.annotations.Nullable;
 final class Admission {
   static final int MAX_OPEN_BOOKINGS = 1 << 20;
   static final int POOL_CLASS_BYTES = 256 * 1024;
+  /**
+   * At most this many of the router's own bookings are counted as young at once (see {@link #unseenCopies}); a
+   * booking beyond it ends the oldest one's count early. 1,024 bookings within one delivery window (0.1 ms by
+   * default) is ten million selections a second.
+   */
+  static final int MAX_YOUNG = 1024;
   private static final int ADMISSION_SPINS = Integer.getInteger("kvroute.admissionSpins", 200);
 
   private final ReentrantLock lock = new ReentrantLock();
@@ -59,6 +65,13 @@ final class Admission {
 
   private final SharedLoad shared;
   private long nextBookingId; // guarded by lock
+  // The router's own bookings younger than the port's delivery window, oldest first (a ring; guarded by lock).
+  private final int[] youngSlot = new int[MAX_YOUNG];
+  private final long[] youngGeneration = new long[MAX_YOUNG];
+  private final long[] youngPrefill = new long[MAX_YOUNG];
+  private final long[] youngAt = new long[MAX_YOUNG];
+  private int youngHead;
+  private int youngSize;
   private boolean sharedFailed; // guarded by lock: the port threw once (logged once)
 
   Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health, SharedLoad shared) {
@@ -140,7 +153,63 @@ final class Admission {
     routing.tracked = true;
     open++;
     routing.bookingId = ++nextBookingId;
+    if (shared != SharedLoad.NONE) {
+      addYoung(state.slot, state.generation, routing.bookedPrefillTokens, routing.bookedAtNanos);
+    }
     return true;
+  }
+
+  private void addYoung(int slot, long generation, long prefill, long at) {
+    if (youngSize == MAX_YOUNG) {
+      removeOldestYoung();
+    }
+    int i = (youngHead + youngSize) % MAX_YOUNG;
+    youngSlot[i] = slot;
+    youngGeneration[i] = generation;
+    youngPrefill[i] = prefill;
+    youngAt[i] = at;
+    youngSize++;
+    load.addYoung(slot, generation, prefill);
+  }
+
+  private void removeOldestYoung() {
+    int i = youngHead;
+    load.removeYoung(youngSlot[i], youngGeneration[i], youngPrefill[i]);
+    youngHead = (i + 1) % MAX_YOUNG;
+    youngSize--;
+  }
+
+  /**
+   * How many more times a selection at {@code nowNanos} counts each of the router's own bookings younger than the
+   * port's delivery window, {@link LoadTracker#youngPrefillTokens} and {@link LoadTracker#youngRequests} (the
+   * port's {@link SharedLoad#peerCount}; 0 without a port, without peers or without a window); under the lock,
+   * before the selection reads the loads. Bookings that reached the window's age stop being young here.
+   *
+   * <p>Why the count: a peer that routes in the window decides on a view that misses this replica's young bookings,
+   * as this replica's view misses the peer's; behind a round-robin (or any even) load balancer each replica routes
+   * about as often, so while this replica's own selections come closer together than the window, each peer has
+   * made about as many selections this replica cannot see yet, from a view that differs from its own only by the
+   * unseen bookings: an estimate that puts them where this replica's own went. When selections are further apart
+   * than the window, no booking is young at a selection and nothing changes.
+   */
+  int unseenCopies(long nowNanos) {
+    if (shared == SharedLoad.NONE) {
+      return 0;
+    }
+    int peers;
+    long window;
+    try {
+      peers = shared.peerCount();
+      window = shared.deliveryWindowNanos();
+    } catch (RuntimeException e) {
+      sharedThrew(e);
+      peers = 0;
+      window = 0;
+    }
+    while (youngSize > 0 && nowNanos - youngAt[youngHead] >= window) {
+      removeOldestYoung();
+    }
+    return youngSize == 0 || peers <= 0 ? 0 : peers;
   }
 
   /**

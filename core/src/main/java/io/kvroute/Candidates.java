@@ -45,6 +45,8 @@ public final class Candidates {
   private boolean noteNewPrefix;
   // The prompt tokens the policy predicts its choice will prefill (see notePrefill); -1 if it noted none.
   private int notePrefillTokens = -1;
+  // The prompt tokens the policy counts as still queued before its choice's prefill (see noteQueued); -1 if none.
+  private long noteQueuedTokens = -1;
 
   Candidates() {}
 
@@ -58,6 +60,7 @@ public final class Candidates {
     this.noteWarmBlocks = 0;
     this.noteNewPrefix = false;
     this.notePrefillTokens = -1;
+    this.noteQueuedTokens = -1;
   }
 
   /**
@@ -81,6 +84,19 @@ public final class Candidates {
 
   int notePrefillTokens() {
     return notePrefillTokens;
+  }
+
+  /**
+   * A built-in policy notes how many prompt tokens it counts as still queued on the chosen worker before this
+   * request's prefill ({@code Routing.queuedPrefillTokens}, for its own learning from the first token); at most the
+   * tokens routed there without a first token. Package-private: only the router's own policies call it.
+   */
+  void noteQueued(long tokens) {
+    this.noteQueuedTokens = tokens;
+  }
+
+  long noteQueuedTokens() {
+    return noteQueuedTokens;
   }
 
   int noteWarmBlocks() {

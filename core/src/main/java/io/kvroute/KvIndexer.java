@@ -123,6 +123,10 @@ public final class KvIndexer implements KvEventSink, KvIndex {
   private int[] chunkLocalsAt = new int[64]; // per event of the chunk: its first local hash in chunkLocals, or -1
   private long[] chunkSeqs = new long[64]; // per store of the chunk: its last sequence hash, for prefetching only
   private boolean[] chunkSeqKnown = new boolean[64];
+  // Per store of the chunk whose sequence hashes prepare computed: where they start in chunkTouched, and the parent
+  // sequence hash they were chained from (see applyStored).
+  private int[] chunkSeqsAt = new int[64];
+  private long[] chunkSeqFrom = new long[64];
   private long[] chunkTouched = new long[64]; // the chunk's stores' sequence hashes, touched in one loop
   private int[] chunkTiers = new int[64]; // the chunk's removals: worker-tier, engine hash, entry found
   private long[] chunkRemoved = new long[64];
@@ -193,7 +197,7 @@ public final class KvIndexer implements KvEventSink, KvIndex {
         long stamp = writeLockSpinning();
         int evictedBefore = (int) entries.evictedEntries;
         try {
-          applyLocked(worker, objects, 0, -1);
+          applyLocked(worker, objects, 0, -1, -1);
         } finally {
           lock.unlockWrite(stamp);
           evicted = (int) entries.evictedEntries - evictedBefore;
@@ -318,7 +322,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           applyRemoved(worker, events, i, removalSlot, hint);
           hint += events.blocks(i);
         } else {
-          applyLocked(worker, events, i, chunkLocalsAt[i - from]);
+          int k = i - from;
+          applyLocked(worker, events, i, chunkLocalsAt[k], chunkSeqKnown[k] ? k : -1);
           removalSlot = UNRESOLVED;
         }
       }
@@ -448,6 +453,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       chunkLocalsAt = new int[Math.max(count, chunkLocalsAt.length * 2)];
       chunkSeqs = new long[chunkLocalsAt.length];
       chunkSeqKnown = new boolean[chunkLocalsAt.length];
+      chunkSeqsAt = new int[chunkLocalsAt.length];
+      chunkSeqFrom = new long[chunkLocalsAt.length];
     }
     int[] tokens = events.tokens();
     int locals = 0;
@@ -492,7 +499,6 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       if (slot == NIL) {
         return;
       }
-      long sink = 0;
       int r = 0;
       int s = removals;
       for (int k = 0; k < count; k++) {
@@ -509,14 +515,18 @@ public final class KvIndexer implements KvEventSink, KvIndex {
             chunkTiers[s] = slotTier;
             chunkRemoved[s++] = hashes[h];
           }
-          touchStore(slot, events, i, chunkLocalsAt[k], from, k);
         }
       }
-      // The stores' sequence runs in one loop, after their hash chains: their loads then issue back to back, where
-      // touching each block as its hash came out of the chain let only as many misses overlap as the blocks whose
-      // chaining fits in the CPU's reorder window.
-      sink += entries.touchSeqs(chunkTouched, (int) tallies[CHUNK_TOUCHED]);
-      tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s);
+      // The engine buckets first: their misses are in flight while the stores' sequence hashes are chained (which
+      // needs no table), and those hashes' runs are then touched with the chains' rounds.
+      long sink = entries.touchBuckets(chunkTiers, chunkRemoved, chunkEntries, s);
+      for (int k = 0; k < count; k++) {
+        if (chunkLocalsAt[k] >= 0) {
+          touchStore(slot, events, from + k, chunkLocalsAt[k], from, k);
+        }
+      }
+      tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s, chunkTouched,
+          (int) tallies[CHUNK_TOUCHED]);
       tallies[CHUNK_HINTS] = r;
     } finally {
       lock.unlockRead(stamp);
@@ -570,6 +580,8 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     long seq = previous;
     long[] touched = chunkTouched;
     int at = (int) tallies[CHUNK_TOUCHED];
+    chunkSeqsAt[k] = at;
+    chunkSeqFrom[k] = previous;
     for (int b = 0; b < blocks; b++) {
       long local = chunkLocals[localsAt + b];
       seq = atRoot && b == 0 ? local : BlockHasher.sequenceHash(seq, local);
@@ -580,11 +592,14 @@ public final class KvIndexer implements KvEventSink, KvIndex {
     chunkSeqKnown[k] = true;
   }
 
-  /** Applies event {@code i}; the caller holds the write lock. {@code localsAt} is as in {@link #applyStored}. */
-  private void applyLocked(WorkerId worker, KvEventColumns events, int i, int localsAt) {
+  /**
+   * Applies event {@code i}; the caller holds the write lock. {@code localsAt} and {@code prepared} are as in
+   * {@link #applyStored}.
+   */
+  private void applyLocked(WorkerId worker, KvEventColumns events, int i, int localsAt, int prepared) {
     byte kind = events.kind(i);
     if (kind == KvEventColumns.STORED) {
-      applyStored(worker, events, i, localsAt);
+      applyStored(worker, events, i, localsAt, prepared);
     } else if (kind == KvEventColumns.REMOVED) {
       applyRemoved(worker, events, i, slots.getInt(worker), -1);
     } else {
@@ -620,9 +635,12 @@ public final class KvIndexer implements KvEventSink, KvIndex {
 
   /**
    * Applies store {@code i}; the caller holds the write lock. {@code localsAt} is where {@link #prepare} put the
-   * event's local hashes in {@code chunkLocals}, or -1 to compute them here.
+   * event's local hashes in {@code chunkLocals}, or -1 to compute them here; {@code chained} is the event's position
+   * in its chunk when {@link #touchStore} chained its sequence hashes, or -1. Those hashes are a function of the
+   * local hashes and the parent's sequence hash alone, so they are taken when the parent found here has the
+   * sequence hash they were chained from (the index may have changed since), and computed again otherwise.
    */
-  private void applyStored(WorkerId worker, KvEventColumns events, int i, int localsAt) {
+  private void applyStored(WorkerId worker, KvEventColumns events, int i, int localsAt, int chained) {
     int blocks = events.blocks(i);
     if (blocks == 0) {
       return;
@@ -672,22 +690,28 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       entries.prefetchEngineChains(slotTier, hashes, first, blocks);
     }
     long[] seqs = null;
+    int seqsAt = 0; // where the event's sequence hashes start in seqs
     long firstParent = previous; // the parent of block 0, unless atRoot
     if (!tokenless && !orphan) {
       // All sequence hashes first, so that their chains (walked to find the worker's entry for the same content)
       // can be fetched together, their cache misses overlapping instead of one per stored block.
-      seqs = seqScratch(blocks);
-      int[] tokens = events.tokens();
-      int at = events.tokenStart(i);
-      String lora = events.loraName(i);
-      for (int b = 0; b < blocks; b++) {
-        long local = localsAt >= 0 ? chunkLocals[localsAt + b]
-            : hasher.localHash(tokens, at + b * blockSize, lora, events.extraKeysOf(i, b));
-        seqs[b] = atRoot && b == 0 ? local : BlockHasher.sequenceHash(previous, local);
-        previous = seqs[b];
-      }
-      if (!prepared) {
-        entries.prefetchSeqChains(seqs, blocks);
+      if (chained >= 0 && localsAt >= 0 && (atRoot || chunkSeqFrom[chained] == previous)) {
+        seqs = chunkTouched;
+        seqsAt = chunkSeqsAt[chained];
+      } else {
+        seqs = seqScratch(blocks);
+        int[] tokens = events.tokens();
+        int at = events.tokenStart(i);
+        String lora = events.loraName(i);
+        for (int b = 0; b < blocks; b++) {
+          long local = localsAt >= 0 ? chunkLocals[localsAt + b]
+              : hasher.localHash(tokens, at + b * blockSize, lora, events.extraKeysOf(i, b));
+          seqs[b] = atRoot && b == 0 ? local : BlockHasher.sequenceHash(previous, local);
+          previous = seqs[b];
+        }
+        if (!prepared) {
+          entries.prefetchSeqChains(seqs, blocks);
+        }
       }
     }
     int orphans = 0;
@@ -708,9 +732,9 @@ public final class KvIndexer implements KvEventSink, KvIndex {
           parentKind = entries.parentKindOf(twin);
         }
       } else if (!orphan) {
-        seq = seqs[b];
+        seq = seqs[seqsAt + b];
         if (b > 0) {
-          parent = seqs[b - 1];
+          parent = seqs[seqsAt + b - 1];
         } else if (atRoot) {
           parentKind = PrefixTable.ROOT;
         } else {

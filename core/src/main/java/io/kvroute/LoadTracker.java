@@ -45,6 +45,10 @@ final class LoadTracker {
   private long[][] holders = new long[16][];
   private Long2IntOpenHashMap[] activeBlocks = new Long2IntOpenHashMap[16];
   private long[] generations = new long[16]; // 0: no registration owns the slot
+  // The router's own bookings younger than the sync's delivery window (see Admission.unseenCopies): their pending
+  // prefill tokens and count per slot, counted again for each peer in what the policy sees.
+  private long[] youngPrefill = new long[16];
+  private int[] youngRequests = new int[16];
   private long overReleases;
   private long staleReleases;
 
@@ -58,6 +62,8 @@ final class LoadTracker {
       holders = Arrays.copyOf(holders, n);
       activeBlocks = Arrays.copyOf(activeBlocks, n);
       generations = Arrays.copyOf(generations, n);
+      youngPrefill = Arrays.copyOf(youngPrefill, n);
+      youngRequests = Arrays.copyOf(youngRequests, n);
     }
     clear(slot);
     activeBlocks[slot] = new Long2IntOpenHashMap(EXPECTED_KEYS);
@@ -79,6 +85,8 @@ final class LoadTracker {
     liveBlocks[slot] = 0;
     holders[slot] = null;
     activeBlocks[slot] = null;
+    youngPrefill[slot] = 0;
+    youngRequests[slot] = 0;
   }
 
   /** Whether the slot belongs to the registration of this generation. */
@@ -102,6 +110,32 @@ final class LoadTracker {
 
   int activeRequests(int slot) {
     return activeRequests[slot];
+  }
+
+  /** Pending prefill tokens of the router's own bookings on the slot younger than the delivery window. */
+  long youngPrefillTokens(int slot) {
+    return youngPrefill[slot];
+  }
+
+  /** The router's own bookings on the slot younger than the delivery window. */
+  int youngRequests(int slot) {
+    return youngRequests[slot];
+  }
+
+  /** Counts one of the router's own bookings as young (nothing if the registration no longer owns the slot). */
+  void addYoung(int slot, long generation, long prefill) {
+    if (owns(slot, generation)) {
+      youngPrefill[slot] += prefill;
+      youngRequests[slot]++;
+    }
+  }
+
+  /** Stops counting a booking {@link #addYoung} counted (nothing if the registration ended meanwhile). */
+  void removeYoung(int slot, long generation, long prefill) {
+    if (owns(slot, generation)) {
+      youngPrefill[slot] -= prefill;
+      youngRequests[slot]--;
+    }
   }
 
   /** Distinct blocks held by the slot's active requests. */

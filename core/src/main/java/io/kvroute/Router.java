@@ -288,9 +288,10 @@ public final class Router {
             remote.drain(RemoteBookings.DRAIN_PER_SELECT); // peers' bookings; their predictions are not applied here
           }
           expired = admission.expire(now);
+          int unseenCopies = admission.unseenCopies(now);
           predictions.expire(now);
           candidates.admit(admission.random, now);
-          n = retainAdmissible(candidates, candidateStates, n, now, hashes, count);
+          n = retainAdmissible(candidates, candidateStates, n, now, hashes, count, unseenCopies);
           if (n > 0) {
             routing = choose(request, hashes, count, candidates, candidateStates, n, now, states, scratch);
           }
@@ -372,10 +373,13 @@ public final class Router {
    * Drops the candidates that may not take a request now, under the admission lock: a worker removed since it was
    * gathered (its slot may already belong to a new registration, so it must get no booking), and workers whose
    * health forbids it; and fills in the loads of those kept (in the same pass: one read of each candidate's
-   * state). The only work select does for health: one volatile read per candidate.
+   * state). The only work select does for health: one volatile read per candidate. Each of this router's own
+   * bookings younger than the shared-load port's delivery window counts {@code unseenCopies} more times in a
+   * candidate's pending prefill tokens and active requests, as its peers' unseen bookings
+   * ({@link Admission#unseenCopies}; 0 for one router).
    */
   private int retainAdmissible(Candidates candidates, WorkerRegistry.WorkerState[] candidateStates, int n,
-      long now, long[] hashes, int count) {
+      long now, long[] hashes, int count, int unseenCopies) {
     LoadTracker load = admission.load;
     for (int i = n - 1; i >= 0; i--) {
       WorkerRegistry.WorkerState s = candidateStates[i];
@@ -385,8 +389,14 @@ public final class Router {
           && (h.routable() || (h == HealthState.EJECTED && s.health.probeDue(now)))) {
         candidates.setHealth(i, h);
         int activeOverlap = load.activeDepth(slot, hashes, count);
-        candidates.setLoad(i, activeOverlap, load.prefillTokens(slot),
-            load.activeBlocks(slot) + count - activeOverlap, load.activeRequests(slot), load.holderHistogram(slot));
+        long prefill = load.prefillTokens(slot);
+        int active = load.activeRequests(slot);
+        if (unseenCopies > 0) {
+          prefill += unseenCopies * load.youngPrefillTokens(slot);
+          active += unseenCopies * load.youngRequests(slot);
+        }
+        candidates.setLoad(i, activeOverlap, prefill, load.activeBlocks(slot) + count - activeOverlap, active,
+            load.holderHistogram(slot));
       } else {
         candidates.remove(i);
         System.arraycopy(candidateStates, i + 1, candidateStates, i, n - i - 1);
@@ -417,7 +427,13 @@ public final class Router {
         ? explain(request, candidates, candidateStates, n, choice, states, scratch) : List.of();
     Routing routing = new Routing(admission, chosen, matched, candidates.gpuOverlapBlocks(choice), tokens.length,
         uncached, now, booked, count, policy.name(), explanation);
-    routing.admittedLoad = Routing.admittedLoad(candidates.prefillTokens(choice), candidates.activeRequests(choice),
+    // The load the request really found (without the estimate of unseen peers' bookings), with the queue the policy
+    // counted where it noted one: what its time to first token is learned against.
+    LoadTracker load = admission.load;
+    long queued = load.prefillTokens(chosen.slot);
+    long noted = candidates.noteQueuedTokens();
+    routing.admittedLoad = Routing.admittedLoad(noted >= 0 ? Math.min(noted, queued) : queued,
+        load.activeRequests(chosen.slot),
         candidates.notePrefillTokens());
     // An ejected candidate is one whose backoff has passed: this request is its half-open probe.
     routing.probe = candidates.health(choice) == HealthState.EJECTED && chosen.health.beginProbe(routing);

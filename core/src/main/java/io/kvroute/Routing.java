@@ -92,7 +92,10 @@ public final class Routing implements AutoCloseable {
     return queued << 37 | active << 21 | prefill;
   }
 
-  /** Prompt tokens queued on the chosen worker, not yet prefilled, when this request was admitted. */
+  /**
+   * Prompt tokens queued on the chosen worker, not yet prefilled, when this request was admitted: as the policy
+   * counted them if it noted them ({@code Candidates.noteQueued}), else the router's bookings without a first token.
+   */
   long queuedPrefillTokens() {
     return admittedLoad >>> 37;
   }

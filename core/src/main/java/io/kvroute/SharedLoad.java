@@ -86,6 +86,34 @@ public interface SharedLoad {
   }
 
   /**
+   * How many peer replicas share this replica's load now. With a positive {@link #deliveryWindowNanos}, the router
+   * counts each of its own bookings younger than the window this many more times in what its policy sees (pending
+   * prefill tokens and active requests on the booked worker): the bookings its peers are likely making meanwhile,
+   * which no delivery has brought yet. Replicas behind one load balancer each take about 1/N of the requests, so
+   * while this replica routes requests closer together than the window, each of its peers routes about as many
+   * unseen, with a view that differs from this replica's only by those same unseen bookings; the router assumes
+   * they went where its own did. Once a booking is older than the window its peers' real bookings of that moment
+   * have arrived and the copies are dropped. Called under the admission lock at every selection: it must be a cheap
+   * read and must not throw. The default, 0, counts nothing more (one router, or a port that cannot tell).
+   *
+   * @return the peers in view, zero or more
+   */
+  default int peerCount() {
+    return 0;
+  }
+
+  /**
+   * The longest a booking of this replica may take to reach its peers' views (the port's batching delay), for
+   * {@link #peerCount}. Called under the admission lock at every selection: it must be a cheap read and must not
+   * throw. The default, 0, counts no booking as unseen.
+   *
+   * @return nanoseconds, zero or more
+   */
+  default long deliveryWindowNanos() {
+    return 0;
+  }
+
+  /**
    * The booked request produced its first token: its prefill tokens are no longer pending.
    *
    * @param bookingId the id given in {@link #booked}

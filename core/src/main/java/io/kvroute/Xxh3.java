@@ -105,15 +105,16 @@ final class Xxh3 {
     }
   }
 
-  // The eight secret words of a local hash with seed 1337: kSecret's words 0..7, +seed for even, -seed for odd.
-  private static final long B0 = SECRET[0] + BlockHasher.SEED;
-  private static final long B1 = SECRET[1] - BlockHasher.SEED;
-  private static final long B2 = SECRET[2] + BlockHasher.SEED;
-  private static final long B3 = SECRET[3] - BlockHasher.SEED;
-  private static final long B4 = SECRET[4] + BlockHasher.SEED;
-  private static final long B5 = SECRET[5] - BlockHasher.SEED;
-  private static final long B6 = SECRET[6] + BlockHasher.SEED;
-  private static final long B7 = SECRET[7] - BlockHasher.SEED;
+  // The eight secret words of a local hash with seed 1337: kSecret's words 0..7, +seed for even, -seed for odd
+  // (package-private so that a test can pin the signs signsAsKeys relies on).
+  static final long B0 = SECRET[0] + BlockHasher.SEED;
+  static final long B1 = SECRET[1] - BlockHasher.SEED;
+  static final long B2 = SECRET[2] + BlockHasher.SEED;
+  static final long B3 = SECRET[3] - BlockHasher.SEED;
+  static final long B4 = SECRET[4] + BlockHasher.SEED;
+  static final long B5 = SECRET[5] - BlockHasher.SEED;
+  static final long B6 = SECRET[6] + BlockHasher.SEED;
+  static final long B7 = SECRET[7] - BlockHasher.SEED;
 
   /**
    * {@link #sequence16} for seed and chain seed {@link BlockHasher#SEED}, reading each block as eight
@@ -123,47 +124,47 @@ final class Xxh3 {
    * <p>Why the sign matters: mix16B multiplies {@code a = word ^ key} by {@code b} as unsigned 128-bit numbers, which
    * Java 17 has only as a signed high product plus {@code (a >> 63) & b} and {@code (b >> 63) & a}. A word's top bit
    * is the top bit of its odd-index token, so when every such token is non-negative, {@code a >> 63} is
-   * {@code key >> 63}, a constant: the two corrections fold into at most one addition per multiply. The loop ORs
-   * the words it reads to check that, 8 ORs per block instead of 24 shifts, ANDs and adds. The caller has
-   * range-checked both arrays.
+   * {@code key >> 63}, a constant: the two corrections fold into at most one addition per multiply. The loop checks
+   * that on the XORed words it multiplies anyway (see {@link #signsAsKeys}), so the raw words need no registers of
+   * their own. The caller has range-checked both arrays.
    */
   static boolean sequence16Base(int[] t, int blocks, long[] out) {
     long at = IntWords.BASE;
-    long w0 = IntWords.get(t, at);
-    long w1 = IntWords.get(t, at + 8);
-    long w2 = IntWords.get(t, at + 16);
-    long w3 = IntWords.get(t, at + 24);
-    long w4 = IntWords.get(t, at + 32);
-    long w5 = IntWords.get(t, at + 40);
-    long w6 = IntWords.get(t, at + 48);
-    long w7 = IntWords.get(t, at + 56);
-    long signs = (w0 | w1) | (w2 | w3) | (w4 | w5) | (w6 | w7);
-    long previous = avalanche(64 * PRIME64_1 + mulFold(w0 ^ B0, w1 ^ B1, B0, B1) + mulFold(w2 ^ B4, w3 ^ B5, B4, B5)
-        + mulFold(w4 ^ B6, w5 ^ B7, B6, B7) + mulFold(w6 ^ B2, w7 ^ B3, B2, B3));
+    long a0 = IntWords.get(t, at) ^ B0;
+    long a1 = IntWords.get(t, at + 8) ^ B1;
+    long acc = 64 * PRIME64_1 + mulFold(a0, a1, B0, B1);
+    long a2 = IntWords.get(t, at + 16) ^ B4;
+    long a3 = IntWords.get(t, at + 24) ^ B5;
+    acc += mulFold(a2, a3, B4, B5);
+    long a4 = IntWords.get(t, at + 32) ^ B6;
+    long a5 = IntWords.get(t, at + 40) ^ B7;
+    acc += mulFold(a4, a5, B6, B7);
+    long a6 = IntWords.get(t, at + 48) ^ B2;
+    long a7 = IntWords.get(t, at + 56) ^ B3;
+    acc += mulFold(a6, a7, B2, B3);
+    long ok = signsAsKeys(a0, a1, a2, a3, a4, a5, a6, a7);
+    long previous = avalanche(acc);
     out[0] = previous;
     for (int b = 1; b < blocks; b++) {
       at += 64;
-      // Each pair mixed as soon as it is read, so that few words are live at once (16 registers).
-      long m0 = IntWords.get(t, at);
-      long m1 = IntWords.get(t, at + 8);
-      long acc = 64 * PRIME64_1 + mulFold(m0 ^ B0, m1 ^ B1, B0, B1);
-      long s = m0 | m1;
-      long m2 = IntWords.get(t, at + 16);
-      long m3 = IntWords.get(t, at + 24);
-      acc += mulFold(m2 ^ B4, m3 ^ B5, B4, B5);
-      s |= m2 | m3;
-      long m4 = IntWords.get(t, at + 32);
-      long m5 = IntWords.get(t, at + 40);
-      acc += mulFold(m4 ^ B6, m5 ^ B7, B6, B7);
-      s |= m4 | m5;
-      long m6 = IntWords.get(t, at + 48);
-      long m7 = IntWords.get(t, at + 56);
-      acc += mulFold(m6 ^ B2, m7 ^ B3, B2, B3);
-      signs |= s | m6 | m7;
+      // Each word XORed with its key as it is loaded (a memory operand), so that few values are live at once.
+      a0 = IntWords.get(t, at) ^ B0;
+      a1 = IntWords.get(t, at + 8) ^ B1;
+      acc = 64 * PRIME64_1 + mulFold(a0, a1, B0, B1);
+      a2 = IntWords.get(t, at + 16) ^ B4;
+      a3 = IntWords.get(t, at + 24) ^ B5;
+      acc += mulFold(a2, a3, B4, B5);
+      a4 = IntWords.get(t, at + 32) ^ B6;
+      a5 = IntWords.get(t, at + 40) ^ B7;
+      acc += mulFold(a4, a5, B6, B7);
+      a6 = IntWords.get(t, at + 48) ^ B2;
+      a7 = IntWords.get(t, at + 56) ^ B3;
+      acc += mulFold(a6, a7, B2, B3);
+      ok &= signsAsKeys(a0, a1, a2, a3, a4, a5, a6, a7);
       previous = hash16(previous, avalanche(acc), BlockHasher.SEED);
       out[b] = previous;
     }
-    return signs >= 0;
+    return ok < 0;
   }
 
   /**
@@ -174,31 +175,39 @@ final class Xxh3 {
    */
   static boolean sequence16BaseFrom(int[] t, int from, int to, long[] out) {
     long at = IntWords.BASE + (from - 1) * 64L;
-    long signs = 0;
+    long ok = -1L;
     long previous = out[from - 1];
     for (int b = from; b < to; b++) {
       at += 64;
-      // Each pair mixed as soon as it is read, so that few words are live at once (16 registers).
-      long m0 = IntWords.get(t, at);
-      long m1 = IntWords.get(t, at + 8);
-      long acc = 64 * PRIME64_1 + mulFold(m0 ^ B0, m1 ^ B1, B0, B1);
-      long s = m0 | m1;
-      long m2 = IntWords.get(t, at + 16);
-      long m3 = IntWords.get(t, at + 24);
-      acc += mulFold(m2 ^ B4, m3 ^ B5, B4, B5);
-      s |= m2 | m3;
-      long m4 = IntWords.get(t, at + 32);
-      long m5 = IntWords.get(t, at + 40);
-      acc += mulFold(m4 ^ B6, m5 ^ B7, B6, B7);
-      s |= m4 | m5;
-      long m6 = IntWords.get(t, at + 48);
-      long m7 = IntWords.get(t, at + 56);
-      acc += mulFold(m6 ^ B2, m7 ^ B3, B2, B3);
-      signs |= s | m6 | m7;
+      long a0 = IntWords.get(t, at) ^ B0;
+      long a1 = IntWords.get(t, at + 8) ^ B1;
+      long acc = 64 * PRIME64_1 + mulFold(a0, a1, B0, B1);
+      long a2 = IntWords.get(t, at + 16) ^ B4;
+      long a3 = IntWords.get(t, at + 24) ^ B5;
+      acc += mulFold(a2, a3, B4, B5);
+      long a4 = IntWords.get(t, at + 32) ^ B6;
+      long a5 = IntWords.get(t, at + 40) ^ B7;
+      acc += mulFold(a4, a5, B6, B7);
+      long a6 = IntWords.get(t, at + 48) ^ B2;
+      long a7 = IntWords.get(t, at + 56) ^ B3;
+      acc += mulFold(a6, a7, B2, B3);
+      ok &= signsAsKeys(a0, a1, a2, a3, a4, a5, a6, a7);
       previous = hash16(previous, avalanche(acc), BlockHasher.SEED);
       out[b] = previous;
     }
-    return signs >= 0;
+    return ok < 0;
+  }
+
+  /**
+   * Negative exactly when each of a block's XORed words {@code a0 .. a7} (word {@code i} XORed with its key, in
+   * the order {@link #sequence16Base} pairs them: keys B0, B1, B4, B5, B6, B7, B2, B3) has its key's sign, that is,
+   * when every raw word, so every odd-index token, is non-negative. Of those keys B0, B6 and B2 are negative and the
+   * other five non-negative ({@code SequenceHashDifferentialTest} checks the signs), so the test is that {@code a0}, {@code a4}
+   * and {@code a6} are negative and the other five are not: 7 operations on values the multiplies read anyway,
+   * where ORing the raw words would keep all eight alive next to them.
+   */
+  private static long signsAsKeys(long a0, long a1, long a2, long a3, long a4, long a5, long a6, long a7) {
+    return (a0 & a4 & a6) & ~(a1 | a2 | a3 | a5 | a7);
   }
 
   /**

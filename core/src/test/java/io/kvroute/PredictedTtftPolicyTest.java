@@ -550,6 +550,78 @@ class PredictedTtftPolicyTest {
   }
 
   /**
+   * The queue ahead of a request is the prompt tokens routed to its worker without a first token, less what the
+   * prompt at the head of that queue has computed since it began: an engine prefills its queue in arrival order, so
+   * the head began when the request was sent to a worker with nothing queued (here an idle one, which starts at
+   * once) or at the previous prompt's first token (the step that ended it starts the next), and every nanosecond
+   * since is prefill done at the worker's speed. The truth is the generator: a worker that prefills 40 us per token
+   * and nothing else, so 100 ms compute 2,500 tokens. The router books a prompt whole until its first token; the
+   * policy notes on the handle what it counted (the fit's regressor is the same quantity).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void theQueueAheadIsWhatItsHeadHasNotComputedSinceItBegan(long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    PredictedTtftPolicy policy = (PredictedTtftPolicy) RouterPolicy.predictedTtft();
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(seed).build();
+    router.addWorker(A);
+    router.reportEventStream(A.id(), EventStreamState.LIVE);
+    for (int i = 0; i < 100; i++) {
+      Routing alone = router.select(Fixtures.prompt(seed * 1000 + i, 16 + random.nextInt(4_000)));
+      ticker.advance(Duration.ofNanos(40_000L * alone.bookedPrefillTokens));
+      alone.firstToken();
+      alone.close();
+    }
+    assertEquals(40_000, policy.learnedSlope(A.id()), 40, "nanoseconds per prompt token");
+    // A cache that has shown room for far more than is queued below: nothing waits for memory.
+    router.eventSink().apply(A.id(), Fixtures.storedFor(Fixtures.prompt(seed * 1000 + 999, 16 * 4_000), 16, 0));
+    Routing head = router.select(Fixtures.prompt(seed * 1000 + 500, 10_000));
+    assertEquals(0, head.queuedPrefillTokens(), "an idle worker: nothing ahead, its prefill begins at once");
+    ticker.advance(Duration.ofMillis(100));
+    Routing second = router.select(Fixtures.prompt(seed * 1000 + 501, 4_000));
+    assertEquals(7_500, second.queuedPrefillTokens(), 5, "10,000 less the 2,500 computed in 100 ms");
+    ticker.advance(Duration.ofMillis(300));
+    head.firstToken(); // at 400 ms, on time: the second begins now
+    ticker.advance(Duration.ofMillis(40));
+    Routing third = router.select(Fixtures.prompt(seed * 1000 + 502, 1_000));
+    assertEquals(3_000, third.queuedPrefillTokens(), 5, "the second's 4,000 less the 1,000 computed in 40 ms");
+    ticker.advance(Duration.ofMillis(500));
+    Routing fourth = router.select(Fixtures.prompt(seed * 1000 + 503, 1_000));
+    assertEquals(0, fourth.queuedPrefillTokens(), "540 ms after the second began, its 160 ms and the third's 40"
+        + " are past: only the step that ends them is left (under a token here: the fit has no fixed cost), although"
+        + " the router still books 5,000");
+  }
+
+  /**
+   * What a queue's head has computed leaves at least one engine step of the queue (the router has not seen the head's
+   * first token, so the step that ends it is still to come, and a request sent there waits for it: a holder with a
+   * prompt queued is never taken for one without a wait), never more than the queue itself; nothing is credited to
+   * a queue whose start is unknown or in the future; and a queue that appears between two looks of the policy (a
+   * peer replica's booking on a worker it saw empty) begins at the look that finds it, so nothing is credited for
+   * the interval in which it began unseen.
+   */
+  @Test
+  void aQueueIsCreditedOnlyTheTimeSinceItsHeadIsKnownToHaveBegunAndKeepsAStep() {
+    double step = 5e6;
+    assertEquals(300e6, PredictedTtftPolicy.queueLeftNanos(400e6, 1_000_000_000L, 1_100_000_000L, step), 1e-3);
+    assertEquals(step, PredictedTtftPolicy.queueLeftNanos(400e6, 0, 1_000_000_000L, step), "due: a step is left");
+    assertEquals(3e6, PredictedTtftPolicy.queueLeftNanos(3e6, 0, 1_000_000_000L, step), "never more than queued");
+    assertEquals(1, PredictedTtftPolicy.queueLeftNanos(400e6, 0, 1_000_000_000L, 0), "no step known: still a wait");
+    assertEquals(400e6, PredictedTtftPolicy.queueLeftNanos(400e6, 2_000_000_000L, 1_000_000_000L, step), "not begun");
+    assertEquals(400e6, PredictedTtftPolicy.queueLeftNanos(400e6, Long.MIN_VALUE, 1_000_000_000L, step), "unknown");
+    assertEquals(0, PredictedTtftPolicy.queueLeftNanos(0, 0, 1_000_000_000L, step), "nothing queued");
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    m.prefillStartedAt = 5;
+    PredictedTtftPolicy.learnQueueStart(m, 0, 10);
+    assertEquals(5, m.prefillStartedAt, "an empty queue changes nothing");
+    PredictedTtftPolicy.learnQueueStart(m, 4_000, 20);
+    assertEquals(20, m.prefillStartedAt, "seen empty, now queued: it began unseen, taken to begin now");
+    PredictedTtftPolicy.learnQueueStart(m, 6_000, 30);
+    assertEquals(20, m.prefillStartedAt, "a queue seen before keeps its start");
+  }
+
+  /**
    * The handle keeps the worker's load at admission and the policy's predicted prefill in one long: each round trips
    * within its bits (queued tokens up to 2^27 - 1, active requests up to 2^16 - 1, the prefill up to 2^21 - 2, none
    * noted as -1) and larger values are clamped, never spilling into a neighbour.

@@ -159,4 +159,55 @@ class SequenceHashDifferentialTest {
     Xxh3.sequence16(oneToSixteen, 1, 42, BlockHasher.SEED, out);
     assertEquals(0x996e0ade0c87c9c2L, out[0]);
   }
+
+  @Test
+  void theWordLoopsKeySignsAreTheOnesItsCheckAssumes() {
+    // Xxh3.signsAsKeys tests the XORed words against these signs: the keys of words 0, 4 and 6 (B0, B6, B2)
+    // negative, those of words 1, 2, 3, 5 and 7 (B1, B4, B5, B7, B3) not. XXH3's kSecret words plus or minus 1337.
+    assertEquals(0xbe4ba423396cfeb8L + 1337, Xxh3.B0);
+    org.junit.jupiter.api.Assertions.assertTrue(Xxh3.B0 < 0 && Xxh3.B6 < 0 && Xxh3.B2 < 0);
+    org.junit.jupiter.api.Assertions.assertTrue(
+        Xxh3.B1 >= 0 && Xxh3.B4 >= 0 && Xxh3.B5 >= 0 && Xxh3.B7 >= 0 && Xxh3.B3 >= 0);
+  }
+
+  /**
+   * Every token position of a block, in the first, a middle and the last block, both loops (whole and from block 1):
+   * a token with its top bit set makes the word loop decline exactly when its index is odd (the top bit of its
+   * word), whichever of the eight words and keys it is in, and the router's hashes equal the reference's either way.
+   */
+  @Test
+  void theWordLoopDeclinesATopBitAtEachOddPositionOnly() {
+    org.junit.jupiter.api.Assumptions.assumeTrue(IntWords.AVAILABLE);
+    int blocks = 7;
+    SplittableRandom random = new SplittableRandom(1313);
+    LongHashFunction local = LongHashFunction.xx3(BlockHasher.SEED);
+    for (int block : new int[] {0, 3, blocks - 1}) {
+      for (int position = 0; position < 16; position++) {
+        for (int value : new int[] {-1, Integer.MIN_VALUE, Integer.MIN_VALUE | random.nextInt()}) {
+          int[] tokens = random.ints(blocks * 16, 0, 128_256).toArray();
+          tokens[block * 16 + position] = value;
+          String where = "block " + block + ", position " + position + ", token " + value;
+          long[] whole = new long[blocks];
+          assertEquals(position % 2 == 0, Xxh3.sequence16Base(tokens, blocks, whole), where + ": whole");
+          long[] parts = new long[blocks];
+          boolean words = Xxh3.sequence16Base(tokens, 1, parts);
+          words &= Xxh3.sequence16BaseFrom(tokens, 1, blocks, parts);
+          assertEquals(position % 2 == 0, words, where + ": in two parts");
+          long[] out = new long[blocks];
+          HASHER.sequenceHashes(tokens, tokens.length, null, null, out);
+          long previous = 0;
+          for (int b = 0; b < blocks; b++) {
+            long l = local.hashInts(tokens, b * 16, 16);
+            previous = b == 0 ? l : CHAIN.hashBytes(
+                ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(previous).putLong(l).array());
+            assertEquals(previous, out[b], where + ": block " + b);
+            if (position % 2 == 0) { // the word loops' own hashes, when they accept the prompt
+              assertEquals(previous, whole[b], where + ": word loop, block " + b);
+              assertEquals(previous, parts[b], where + ": two parts, block " + b);
+            }
+          }
+        }
+      }
+    }
+  }
 }

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -30,6 +31,28 @@ class SequenceProbeTableTest {
     return IntStream.range(0, 12).mapToObj(i -> Arguments.of("seed " + (900 + i), 900L + i));
   }
 
+  @Test
+  void homesStartTheGroupsOfEightAndReachEveryGroup() {
+    // A home is slot LINE_OFFSET of one of the n / 8 groups (a cache line each, see PrefixTable.home), inside the
+    // table; fingerprints spread over [0, 2^32) reach every group, the first and the last included.
+    for (int n : new int[] {16, 17, 513, PrefixTable.probeSlots(1 << 20)}) {
+      int groups = n / 8;
+      boolean[] reached = new boolean[groups];
+      SplittableRandom random = new SplittableRandom(n);
+      for (int k = 0; k < 64 * groups; k++) {
+        int home = PrefixTable.home(random.nextInt(), n);
+        assertTrue(home >= 0 && home < n, "home " + home + " of " + n);
+        assertEquals(PrefixTable.LINE_OFFSET, home % 8, "home " + home);
+        reached[home / 8] = true;
+      }
+      assertEquals(PrefixTable.LINE_OFFSET, PrefixTable.home(0, n), "the lowest fingerprint: group 0");
+      assertEquals((groups - 1) * 8 + PrefixTable.LINE_OFFSET, PrefixTable.home(-1, n), "the highest: the last group");
+      for (int g = 0; g < groups; g++) {
+        assertTrue(reached[g], "group " + g + " of " + groups);
+      }
+    }
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("seeds")
   void collidingRunsAnswerAsTheModel(String name, long seed) {
@@ -38,7 +61,8 @@ class SequenceProbeTableTest {
     table.ensureSlots(4);
     int n = table.seqSlots.length;
     assertEquals(PrefixTable.probeSlots(CAPACITY), n);
-    // Sequence hashes whose home is one of the last 3 or first 3 slots.
+    // Sequence hashes whose home is one of the last 3 or first 3 slots (homes are the first slot of a group of 8:
+    // the last group's, n - 3, is the one such home).
     long[] seqs = new long[12];
     for (int k = 0; k < seqs.length; ) {
       long seq = random.nextLong();

@@ -155,6 +155,7 @@ public final class ReplicaExperiment {
         for (int r = 0; r < replicas; r++) {
           syncs[r] = NatsLoadSync.newBuilder().servers(natsUrl).subject(subject).replicaName("replica-" + r)
               .manualFlush() // flushed in virtual time by the simulation
+              .batchDelay(Duration.ofNanos(options.syncIntervalNanos)) // so the window the routers are told is it
               .snapshotInterval(Duration.ZERO).heartbeatInterval(Duration.ofSeconds(1))
               .replicaTtl(Duration.ofSeconds(60)).build();
         }

@@ -404,6 +404,28 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     release(DeltaRing.FIRST_TOKEN, bookingId);
   }
 
+  /**
+   * The peers in the view now (see {@link SharedLoad#peerCount}); zero while alone or disconnected.
+   *
+   * @return the peers heard from within the replica TTL
+   */
+  @Override
+  public int peerCount() {
+    PeerTable p = peers;
+    return p == null ? 0 : p.peerCount();
+  }
+
+  /**
+   * The {@link Builder#batchDelay}: a booking made during a burst waits up to that long for its frame (NATS's own
+   * delivery, tens of microseconds on a LAN, comes on top); see {@link SharedLoad#deliveryWindowNanos}.
+   *
+   * @return the batch delay in nanoseconds
+   */
+  @Override
+  public long deliveryWindowNanos() {
+    return batchNanos;
+  }
+
   @Override
   public void closed(long bookingId) {
     release(DeltaRing.CLOSE, bookingId);

@@ -30,6 +30,7 @@ final class PeerTable {
   private final SyncListener listener;
   private final Outbox outbox;
   private final Map<String, Peer> peers = new HashMap<>();
+  private volatile int peerCount; // peers.size(), for the router's unlocked read at every selection
   private long[] keyScratch = new long[64];
   private long[] hashScratch = new long[256];
   private long framesApplied;
@@ -92,6 +93,7 @@ final class PeerTable {
       Peer p = peers.get(f.replica);
       if (p != null && p.instance == f.instance) {
         peers.remove(f.replica);
+        peerCount = peers.size();
         view.dropReplica(f.replica);
         notify(l -> l.onPeerLeft(f.replica, "goodbye"));
       }
@@ -109,6 +111,7 @@ final class PeerTable {
       p.instance = f.instance;
       p.lastSeq = f.seq - 1;
       peers.put(f.replica, p);
+      peerCount = peers.size();
       notify(l -> l.onPeerJoined(f.replica));
     } else if (p.instance != f.instance) {
       // The peer restarted: what its previous instance booked is gone.
@@ -118,6 +121,7 @@ final class PeerTable {
       p.instance = f.instance;
       p.lastSeq = f.seq - 1;
       peers.put(f.replica, p);
+      peerCount = peers.size();
       notify(l -> l.onPeerJoined(f.replica));
     }
     if (f.seq <= p.lastSeq) {
@@ -284,6 +288,7 @@ final class PeerTable {
       Peer p = it.next();
       if (nowNanos - p.lastHeardNanos >= ttlNanos) {
         it.remove();
+        peerCount = peers.size();
         view.dropReplica(p.name);
         String name = p.name;
         notify(l -> l.onPeerLeft(name, "expired"));
@@ -301,6 +306,12 @@ final class PeerTable {
       notify(l -> l.onPeerLeft(name, reason));
     }
     peers.clear();
+    peerCount = 0;
+  }
+
+  /** The peers in the table now; a volatile read, no lock. */
+  int peerCount() {
+    return peerCount;
   }
 
   synchronized List<String> peerNames() {

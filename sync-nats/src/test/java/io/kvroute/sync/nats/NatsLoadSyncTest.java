@@ -295,6 +295,29 @@ class NatsLoadSyncTest {
     }
   }
 
+  /**
+   * What the router is told for its estimate of its peers' unseen bookings ({@code SharedLoad.peerCount},
+   * {@code deliveryWindowNanos}): the peers in view, following joins and goodbyes, and the batch delay.
+   */
+  @Test
+  void theRouterIsToldThePeersInViewAndTheBatchDelay() throws Exception {
+    Replica a = replica("a");
+    assertEquals(0, a.sync.peerCount(), "alone");
+    assertEquals(NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos(), a.sync.deliveryWindowNanos());
+    Replica b = replica("b");
+    Replica c = replica("c");
+    awaitMesh(5);
+    for (Replica r : List.of(a, b, c)) {
+      assertEquals(2, r.sync.peerCount(), r.name);
+    }
+    c.sync.close();
+    await(5, "a and b drop c on its goodbye", () -> a.sync.peerCount() == 1 && b.sync.peerCount() == 1);
+    try (NatsLoadSync slow = NatsLoadSync.newBuilder().servers(NATS.server().url()).subject(subject)
+        .replicaName("slow").batchDelay(Duration.ofMillis(2)).build()) {
+      assertEquals(2_000_000, slow.deliveryWindowNanos());
+    }
+  }
+
   @Test
   void aClosedReplicaSaysGoodbyeAndAKilledOnesLoadExpiresWithinTheTtl() throws Exception {
     Replica a = replica("a");
@@ -349,6 +372,7 @@ class NatsLoadSyncTest {
     NATS.server().kill();
     await(5, "views degrade to local-only", () -> a.seenTotal() == 3 && b.seenTotal() == 2);
     assertFalse(a.sync.isConnected());
+    assertEquals(0, a.sync.peerCount(), "disconnected: no peer's unseen bookings are estimated either");
     // Routing goes on while NATS is down, and never waits on it.
     assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
       for (int i = 0; i < 500; i++) {
