@@ -1345,6 +1345,12 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     return models.size();
   }
 
+  /** The share of recent selections at which a join would have waited for memory at a worker; for tests. */
+  synchronized double memoryBoundShare(WorkerId worker) {
+    Model m = models.get(worker);
+    return m == null ? Double.NaN : m.memoryBound;
+  }
+
   /** The learned nanoseconds per prompt token of a worker, NaN if unknown; for tests. */
   synchronized double learnedSlope(WorkerId worker) {
     Model m = models.get(worker);

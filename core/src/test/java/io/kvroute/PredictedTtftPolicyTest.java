@@ -946,6 +946,44 @@ class PredictedTtftPolicyTest {
   }
 
   /**
+   * The share of the time memory binds is learned per worker over selections, for a request joining a prefix held
+   * there. With a 1 s service time learned, A holds 30 of the prompt's 32 blocks with one active request and 140
+   * blocks booked with this request's (its largest tree 100): a join there exceeds the cache at every selection, so
+   * after 64 selections A's share is 1 - (63/64)^64 (an exponential window of 64 selections, from 0). B holds nothing
+   * of the prompt, one active request and {@code bookedB} with this request's 32, and its engine has reported: with
+   * 120 booked, this request placed there would exceed B's cache by 20 blocks, but 30 of its 32 would be the copied
+   * prefix, which a joining request would not bring, so B's share stays 0; with 140, 40 over and 10 beyond the copy,
+   * it rises as A's.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void theShareOfTheTimeMemoryBindsIsLearnedForAJoin(long seed) {
+    double expected = 1 - Math.pow(63.0 / 64, 64);
+    assertEquals(0.0, memoryBoundAfter64(seed, 120)[1], 1e-12, "B: only a copy would exceed the cache");
+    double[] shares = memoryBoundAfter64(seed, 140);
+    assertEquals(expected, shares[0], 1e-9, "A: a join waits");
+    assertEquals(expected, shares[1], 1e-9, "B: a join would wait too");
+  }
+
+  private static double[] memoryBoundAfter64(long seed, long bookedB) {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    learnA2msStepAndAOneSecondService(policy, seed);
+    assertEquals(0.0, policy.memoryBoundShare(A.id()), 1e-12, "nothing bound while learning");
+    assertEquals(0.0, policy.memoryBoundShare(B.id()), 1e-12, "nothing bound while learning");
+    for (int i = 0; i < 64; i++) {
+      Candidates c = new Candidates();
+      c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+      c.add(A, 30, 30, 100, null);
+      c.add(B, 0, 0, 100, new EngineLoad(1, 0, 0.9, 0));
+      c.admit(new SplittableRandom(1), 0);
+      c.setLoad(0, 0, 0, 140, 1);
+      c.setLoad(1, 0, 0, bookedB, 1);
+      policy.select(c);
+    }
+    return new double[] {policy.memoryBoundShare(A.id()), policy.memoryBoundShare(B.id())};
+  }
+
+  /**
    * Two idle workers; {@code a} holds 30 of the prompt's 32 blocks, {@code b} nothing of it, but {@code b} holds a
    * warm prefix of another prompt (30 blocks, routed there first) and its tree shrank from 50 to 40 blocks (an
    * eviction: its cache is full at 50). A copy of 30 blocks onto {@code b} evicts 30 + 30 - 50 = 10 warm blocks
