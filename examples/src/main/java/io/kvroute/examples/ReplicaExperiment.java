@@ -42,8 +42,9 @@ import org.jspecify.annotations.Nullable;
  * flushes its batched deltas to the NATS server, and the simulation waits (in real time) until every peer has
  * received and applied them; a peer therefore learns a booking up to one interval after it was made (in production
  * the first delta after a quiet period is sent at once and a burst's within the batch delay, plus NATS's delivery).
- * Each replica's sync is given that interval as its batch delay, which is the delivery window its router is told
- * ({@code SharedLoad.deliveryWindowNanos}) for its estimate of the peers' bookings not delivered yet.
+ * Each replica's sync is given that interval as its batch delay, which with {@code --estimate-unseen true} is the
+ * delivery window its router is told ({@code SharedLoad.deliveryWindowNanos}) for its estimate of the peers'
+ * bookings not delivered yet (off by default, as in {@link NatsLoadSync}).
  * Results do not depend on this machine's load. Each closed-loop client waits up to {@code --client-jitter-ms}
  * (1 ms) before each request, as its own processing and round trip to the gateway would make it; without it the
  * clients whose requests finish in one engine step all send at the same virtual instant, which no replica can learn
@@ -158,6 +159,7 @@ public final class ReplicaExperiment {
           syncs[r] = NatsLoadSync.newBuilder().servers(natsUrl).subject(subject).replicaName("replica-" + r)
               .manualFlush() // flushed in virtual time by the simulation
               .batchDelay(Duration.ofNanos(options.syncIntervalNanos)) // so the window the routers are told is it
+              .estimateUnseenPeerBookings(options.estimateUnseen)
               .snapshotInterval(Duration.ZERO).heartbeatInterval(Duration.ofSeconds(1))
               .replicaTtl(Duration.ofSeconds(60)).build();
         }
@@ -564,7 +566,9 @@ public final class ReplicaExperiment {
         "                            (see Collisions) and the same pairs for one router",
         "  --deliver-at-once placements|joins|cold  an oracle: after each routing of that class (a new placement",
         "                            or copy; a join; one of the first --concurrency, the cold start), deliver every",
-        "                            replica's deltas to every peer before going on");
+        "                            replica's deltas to every peer before going on",
+        "  --estimate-unseen true    each router counts its own bookings younger than the sync interval once more",
+        "                            per peer (NatsLoadSync.Builder.estimateUnseenPeerBookings; off by default)");
 
     int[] replicas = {1, 2, 4};
     List<String> syncModes = List.of("none", "nats");
@@ -575,6 +579,7 @@ public final class ReplicaExperiment {
     boolean shareOutcomes;
     boolean perRun;
     boolean collisions;
+    boolean estimateUnseen;
     @Nullable String deliverAtOnce;
 
     Options() {
@@ -607,6 +612,7 @@ public final class ReplicaExperiment {
         case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
         case "--per-run" -> perRun = Boolean.parseBoolean(value);
         case "--collisions" -> collisions = Boolean.parseBoolean(value);
+        case "--estimate-unseen" -> estimateUnseen = Boolean.parseBoolean(value);
         case "--deliver-at-once" -> {
           if (!List.of("placements", "joins", "cold").contains(value)) {
             throw new IllegalArgumentException("--deliver-at-once takes placements, joins or cold but got '" + value

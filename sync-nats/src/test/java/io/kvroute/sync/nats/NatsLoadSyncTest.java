@@ -297,13 +297,14 @@ class NatsLoadSyncTest {
 
   /**
    * What the router is told for its estimate of its peers' unseen bookings ({@code SharedLoad.peerCount},
-   * {@code deliveryWindowNanos}): the peers in view, following joins and goodbyes, and the batch delay.
+   * {@code deliveryWindowNanos}): the peers in view, following joins and goodbyes, and the batch delay when the
+   * estimate is on (zero by default).
    */
   @Test
   void theRouterIsToldThePeersInViewAndTheBatchDelay() throws Exception {
     Replica a = replica("a");
     assertEquals(0, a.sync.peerCount(), "alone");
-    assertEquals(NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos(), a.sync.deliveryWindowNanos());
+    assertEquals(0, a.sync.deliveryWindowNanos(), "the estimate of unseen bookings is off by default");
     Replica b = replica("b");
     Replica c = replica("c");
     awaitMesh(5);
@@ -313,8 +314,8 @@ class NatsLoadSyncTest {
     c.sync.close();
     await(5, "a and b drop c on its goodbye", () -> a.sync.peerCount() == 1 && b.sync.peerCount() == 1);
     try (NatsLoadSync slow = NatsLoadSync.newBuilder().servers(NATS.server().url()).subject(subject)
-        .replicaName("slow").batchDelay(Duration.ofMillis(2)).build()) {
-      assertEquals(2_000_000, slow.deliveryWindowNanos());
+        .replicaName("slow").batchDelay(Duration.ofMillis(2)).estimateUnseenPeerBookings(true).build()) {
+      assertEquals(2_000_000, slow.deliveryWindowNanos(), "with the estimate on, the window is the batch delay");
     }
   }
 
