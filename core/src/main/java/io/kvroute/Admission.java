@@ -72,6 +72,8 @@ final class Admission {
   private final long[] youngAt = new long[MAX_YOUNG];
   private int youngHead;
   private int youngSize;
+  // The port's delivery window at the last selection (guarded by lock): with none, no booking is kept as young.
+  private long youngWindowNanos;
   private boolean sharedFailed; // guarded by lock: the port threw once (logged once)
 
   Admission(int blockSize, long bookingTimeoutNanos, long randomSeed, HealthReports health, SharedLoad shared) {
@@ -153,7 +155,7 @@ final class Admission {
     routing.tracked = true;
     open++;
     routing.bookingId = ++nextBookingId;
-    if (shared != SharedLoad.NONE) {
+    if (youngWindowNanos > 0) { // read by unseenCopies under this lock, before this selection's booking
       addYoung(state.slot, state.generation, routing.bookedPrefillTokens, routing.bookedAtNanos);
     }
     return true;
@@ -206,6 +208,7 @@ final class Admission {
       peers = 0;
       window = 0;
     }
+    youngWindowNanos = window;
     while (youngSize > 0 && nowNanos - youngAt[youngHead] >= window) {
       removeOldestYoung();
     }

@@ -519,13 +519,13 @@ public final class KvIndexer implements KvEventSink, KvIndex {
       }
       // The engine buckets first: their misses are in flight while the stores' sequence hashes are chained (which
       // needs no table), and those hashes' runs are then touched with the chains' rounds.
-      long sink = entries.touchBuckets(chunkTiers, chunkRemoved, chunkEntries, s);
+      entries.touchBuckets(chunkTiers, chunkRemoved, chunkEntries, s);
       for (int k = 0; k < count; k++) {
         if (chunkLocalsAt[k] >= 0) {
           touchStore(slot, events, from + k, chunkLocalsAt[k], from, k);
         }
       }
-      tallies[CHUNK_SINK] = sink + entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s, chunkTouched,
+      tallies[CHUNK_SINK] = entries.touchChains(chunkTiers, chunkRemoved, chunkEntries, r, s, chunkTouched,
           (int) tallies[CHUNK_TOUCHED]);
       tallies[CHUNK_HINTS] = r;
     } finally {

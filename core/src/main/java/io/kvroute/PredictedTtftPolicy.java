@@ -406,27 +406,26 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
         choice = i;
       }
     }
-    Model chosenModel = byCandidate[choice];
+    Model chosen = byCandidate[choice];
+    double chosenHit = hit(c, choice, maxHitBlocks);
     if (c.prefillTokens(choice) == 0) {
-      chosenModel.prefillStartedAt = c.nowNanos(); // nothing queued: its prefill begins now
+      chosen.prefillStartedAt = c.nowNanos(); // nothing queued: its prefill begins now
     }
-    chosenModel.queueSeen = c.prefillTokens(choice)
-        + Math.max(0, c.requestTokens() - Math.round(hit(c, choice, maxHitBlocks) * blockSize));
+    chosen.queueSeen = c.prefillTokens(choice) + Math.max(0, c.requestTokens() - Math.round(chosenHit * blockSize));
     learnRoutedShares(n, choice);
     learnPromptBlocks(c.requestBlocks());
-    int shared = (int) Math.max(bestHit, hit(c, choice, maxHitBlocks));
+    int shared = (int) Math.max(bestHit, chosenHit);
     if (shared > 0) {
-      Model chosen = byCandidate[choice];
       chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
     }
-    boolean placed = blocks > 0 && 2 * hit(c, choice, maxHitBlocks) < blocks;
+    boolean placed = blocks > 0 && 2 * chosenHit < blocks;
     if (placed) {
       placements.forgetAllBut(c);
       placements.record(c.worker(choice).id());
     }
     c.notePlacement(shared, placed);
     c.noteQueued(Math.round(queued[choice]));
-    c.notePrefill(Math.round(Math.max(0, c.requestTokens() - hit(c, choice, maxHitBlocks) * blockSize)));
+    c.notePrefill(Math.round(Math.max(0, c.requestTokens() - chosenHit * blockSize)));
     if (models.size() > 2 * n + 8) {
       forgetDeparted(sweep);
     }
@@ -517,6 +516,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double ttft = own + queuedWhole;
     excess[i] = 0;
     copied[i] = 0;
+    // The blocks booked there before this request (its active requests' blocks, counted once).
+    long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
     if (!Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
       // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
@@ -525,7 +526,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       // (see memoryCapacity).
       double pinned = c.decodeBlocks(i) * m.footprint;
       double over = pinned - memoryCapacity(m);
-      long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
       boolean modelled = active > 0 && !treeHoldsItsBookingsBeforeAnyReport(c, i, m, booked);
       copied[i] = Math.max(0, bestHit - hit) * m.footprint;
       // How often a request would wait for memory here if it joined a prefix held here (this one's blocks without
@@ -541,8 +541,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     // The head of the queue computes only if the engine has memory for what it was sent: with more booked there
     // than its cache holds, queued prompts wait for memory, and nothing is credited to them (without this, 3 workers,
     // c32, 24 kinds, seed 1: p99 4,080 -> 5,444 ms against kvAware's 3,899).
-    long bookedBefore = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
-    boolean computing = !(bookedBefore * m.footprint > memoryCapacity(m));
+    boolean computing = !(booked * m.footprint > memoryCapacity(m));
     double queueLeft = computing
         ? queueLeftNanos(queuedWhole, m.prefillStartedAt, c.nowNanos(), stepNanos) : queuedWhole;
     queued[i] = queueLeft / slope;

@@ -411,15 +411,20 @@ final class PrefixTable extends PrefixTableLayout.Padded {
   }
 
   /**
-   * {@link #touchSeq} for each of {@code seqs[0, count)}, in one loop: no other work between their loads, so that
-   * their cache misses overlap as far as the CPU can keep misses in flight.
+   * {@link #touchSeq} for each of {@code seqs[0, count)}: their homes computed first, then their runs' two lines
+   * loaded in a loop that does nothing else, so that their cache misses issue back to back and overlap as far as the
+   * CPU can keep misses in flight (see {@link #touchChains}).
    */
   long touchSeqs(long[] seqs, int count) {
     long sink = 0;
     long[] probe = seqSlots;
     int n = probe.length;
+    int[] homes = homeScratch(count);
     for (int i = 0; i < count; i++) {
-      int home = home(mix(seqs[i]), n);
+      homes[i] = home(mix(seqs[i]), n);
+    }
+    for (int i = 0; i < count; i++) {
+      int home = homes[i];
       int next = home + RUN_AHEAD;
       sink += probe[home] + probe[next < n ? next : next - n];
     }
@@ -454,7 +459,7 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    * {@link #touchChains}, which its caller may separate from the rest by other work (the misses are in flight
    * meanwhile).
    */
-  long touchBuckets(int[] slotTiers, long[] keys, int[] entries, int count) {
+  void touchBuckets(int[] slotTiers, long[] keys, int[] entries, int count) {
     int[] heads = engHeads;
     for (int j = 0; j < count; j++) {
       entries[j] = engineBucket(slotTiers[j], keys[j]);
@@ -462,7 +467,6 @@ final class PrefixTable extends PrefixTableLayout.Padded {
     for (int j = 0; j < count; j++) {
       entries[j] = heads[entries[j]];
     }
-    return 0;
   }
 
   /**
@@ -482,20 +486,12 @@ final class PrefixTable extends PrefixTableLayout.Padded {
    */
   long touchChains(int[] slotTiers, long[] keys, int[] entries, int removals, int count, long[] seqs,
       int seqCount) {
-    long sink = 0;
     long[] table = this.table;
     long[] probe = seqSlots;
     int n = probe.length;
-    int[] homes = homeScratch(Math.max(seqCount, removals));
-    for (int i = 0; i < seqCount; i++) {
-      homes[i] = home(mix(seqs[i]), n);
-    }
     // Every sequence run's two lines (independent of the buckets).
-    for (int i = 0; i < seqCount; i++) {
-      int home = homes[i];
-      int next = home + RUN_AHEAD;
-      sink += probe[home] + probe[next < n ? next : next - n];
-    }
+    long sink = touchSeqs(seqs, seqCount);
+    int[] homes = homeScratch(removals);
     // Round 2: every chain's first entry (entry 0 for an empty chain: a load without a branch on the bucket), both
     // of the lines a 40-byte entry may span (its first and last fields).
     for (int j = 0; j < count; j++) {

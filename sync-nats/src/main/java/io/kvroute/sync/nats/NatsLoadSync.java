@@ -1235,9 +1235,9 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      * Whether the router counts its own bookings younger than the batch delay once more per peer in view, as an
      * estimate of the peers' bookings no frame has delivered yet (default off; see
      * {@link SharedLoad#peerCount}). Off by default because it is not shown to help: in the replica experiment
-     * (4 replicas, concurrency 24, seeds 1-30, `predictedTtft`) its effect on the warm TTFT p99 measured -3 %
-     * [-9, +3] and later +8 % [-3, +20], and it cost `kvAware` a quarter point of hit rate; sync-nats/README.md
-     * gives the runs.
+     * (4 replicas, concurrency 24, seeds 1-30, {@code predictedTtft}) its effect on the warm TTFT p99 measured
+     * -3 % [-9, +3] and later +8 % [-3, +20], and it cost {@code kvAware} a quarter point of hit rate;
+     * sync-nats/README.md gives the runs.
      *
      * @param on true to report the batch delay as the delivery window
      * @return this builder
