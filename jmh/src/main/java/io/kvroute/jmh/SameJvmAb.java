@@ -96,7 +96,7 @@ public final class SameJvmAb {
     }
   }
 
-  private static URL[] urls(String path) throws MalformedURLException {
+  static URL[] urls(String path) throws MalformedURLException {
     List<URL> urls = new ArrayList<>();
     for (String p : path.split(File.pathSeparator)) {
       urls.add(new File(p).toURI().toURL());
@@ -105,7 +105,7 @@ public final class SameJvmAb {
   }
 
   /** Loads its own copy of every class it can find before asking its parent (the platform loader). */
-  private static final class ChildFirst extends URLClassLoader {
+  static final class ChildFirst extends URLClassLoader {
     ChildFirst(URL[] urls, ClassLoader parent) {
       super(urls, parent);
     }

@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -53,6 +53,10 @@ import org.openjdk.jmh.infra.Blackhole;
  * prediction index keeps growing for a long time (a prompt spreads to another worker whenever its workers are
  * busier), and a selection that stores a prompt costs more than one that renews it, so iterations timed by the clock
  * would compare a variant that had routed more requests (a later, cheaper state) with one that had routed fewer.
+ * With {@code peer=PROCESS} the peer replica runs in a JVM of its own ({@link SyncPeer}), so that what the sync
+ * costs the measured JVM is separated from two replicas sharing one JVM's cores; {@code jmh/run-issue11.sh} runs
+ * that layout with the measured JVM, the peer and {@code nats-server} pinned apart ({@code -Dbench.natsUrl} names a
+ * server started outside, {@code -Dbench.peerCpus} the peer's CPUs).
  * {@code -Dbench.counts=true} (as a forked JVM's argument) prints, after each iteration, how the routers recorded
  * their predictions (renewed, renewed a peer's node, extended, stored whole; a peer's renewed or stored) and the
  * prediction index's size.
@@ -102,32 +106,53 @@ public class SharedLoadBenchmark {
   /** In the setup's warm-up, the peer's client routes one request per this many of the measured router's. */
   static final int PEER_EVERY = 64;
 
+  /**
+   * Where {@code sync=NATS}'s peer replica runs: {@code SAME_JVM}, beside the measured one, or {@code PROCESS}, in
+   * a JVM of its own ({@link SyncPeer}; {@code -Dbench.peerCpus=1} pins it with {@code taskset}), as in a
+   * deployment where the peer is another host, so that its decoding and applying of the measured replica's deltas
+   * and its own routing leave the measured JVM. {@code sync=NONE} ignores it (its second client routes on the
+   * measured router itself, on a thread of this JVM).
+   */
+  @Param({"SAME_JVM"})
+  PeerLayout peer = PeerLayout.SAME_JVM;
+
+  /** Where the peer replica runs (see {@link #peer}). */
+  public enum PeerLayout { SAME_JVM, PROCESS }
+
   Router router;
   /** A port to use instead of {@link #sync}'s (for {@link SyncAb}); null: {@link #sync}'s. */
   SharedLoad portOverride;
   private Router peerRouter;
-  private final Routing[] peerInFlight = new Routing[64];
-  private int peerNext;
+  private PeerClient peerClient;
+  private SyncPeer peerProcess;
   int[][] prompts;
   private NatsServer server;
   private NatsLoadSync local;
   private NatsLoadSync peerSync;
-  private Thread peerThread;
-  private final AtomicBoolean running = new AtomicBoolean();
+  private static final AtomicInteger SUBJECTS = new AtomicInteger();
 
   @Setup(Level.Trial)
   public void setUp() throws IOException, InterruptedException {
     List<WorkerId> ids = Workload.workers(workers);
     SharedLoad port = SharedLoad.NONE;
-    Router peer = null;
+    Router peerReplica = null;
     if (sync == Sync.NATS) {
-      server = NatsServer.start();
-      String url = server.url();
-      local = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("measured").build();
+      // -Dbench.natsUrl: a server started outside (jmh/run-issue11.sh starts one pinned to the peer's core)
+      String url = System.getProperty("bench.natsUrl", "");
+      if (url.isEmpty()) {
+        server = NatsServer.start();
+        url = server.url();
+      }
+      // one subject per variant: SyncAb's variants may share a server
+      String subject = "kvroute.bench." + ProcessHandle.current().pid() + "." + SUBJECTS.incrementAndGet();
+      local = NatsLoadSync.newBuilder().servers(url).subject(subject).replicaName("measured").build();
       port = local;
-      if (peerRate > 0) { // with no peer, the measured replica publishes to nobody: the cost of its own hooks alone
-        peerSync = NatsLoadSync.newBuilder().servers(url).subject("kvroute.bench").replicaName("peer").build();
-        peer = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync).build();
+      if (peerRate > 0 && peer == PeerLayout.PROCESS) {
+        peerProcess = SyncPeer.launch(url, subject, policy, promptTokens, workers);
+      } else if (peerRate > 0) { // with no peer, the measured replica publishes to nobody: its own hooks alone
+        peerSync = NatsLoadSync.newBuilder().servers(url).subject(subject).replicaName("peer").build();
+        peerReplica = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED + 1).sharedLoad(peerSync)
+            .build();
       }
     }
     if (portOverride != null) {
@@ -135,34 +160,34 @@ public class SharedLoadBenchmark {
     }
     router = Router.newBuilder().policy(policy(policy)).randomSeed(Workload.SEED).sharedLoad(port).build();
     if (sync == Sync.NONE && peerRate > 0) {
-      peer = router; // one router routes both clients' requests: the state two synced replicas share
+      peerReplica = router; // one router routes both clients' requests: the state two synced replicas share
     }
     for (WorkerId id : ids) {
       router.addWorker(Worker.of(id));
       router.reportEventStream(id, EventStreamState.LIVE);
-      if (peer != null && peer != router) {
-        peer.addWorker(Worker.of(id));
-        peer.reportEventStream(id, EventStreamState.LIVE);
+      if (peerReplica != null && peerReplica != router) {
+        peerReplica.addWorker(Worker.of(id));
+        peerReplica.reportEventStream(id, EventStreamState.LIVE);
       }
     }
-    SplittableRandom random = new SplittableRandom(Workload.SEED);
-    prompts = new int[Workload.MAX_PROMPTS][];
-    for (int i = 0; i < prompts.length; i++) {
-      prompts[i] = random.ints(promptTokens, 0, 150_000).toArray();
-    }
-    long deadline = System.nanoTime() + 10_000_000_000L;
+    prompts = prompts(promptTokens);
+    long deadline = System.nanoTime() + 30_000_000_000L;
     while (local != null && !local.isConnected() && System.nanoTime() < deadline) {
       Thread.sleep(10);
     }
-    if (peer != null) {
-      while (peerSync != null && (local.peers().isEmpty() || peerSync.peers().isEmpty())
+    if (peerReplica != null || peerProcess != null) {
+      while (local != null && (local.peers().isEmpty() || (peerSync != null && peerSync.peers().isEmpty()))
           && System.nanoTime() < deadline) {
         Thread.sleep(10);
       }
-      if (peerSync != null && local.peers().isEmpty()) {
-        throw new IllegalStateException("the replicas did not see each other over " + server.url());
+      if (local != null && local.peers().isEmpty()) {
+        throw new IllegalStateException("the replicas did not see each other");
       }
-      peerRouter = peer;
+      if (peerProcess != null && !peerProcess.awaitReady(10, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("the peer process did not see the measured replica");
+      }
+      peerRouter = peerReplica;
+      peerClient = peerReplica == null ? null : new PeerClient(peerReplica, prompts);
       // The prediction index grows for a long time (a hot prompt spreads to another worker whenever its workers are
       // busier), and a selection that stores a prompt costs several that renew one, so a run measured by time
       // compares a variant that routed more requests (a later, cheaper state) with one that routed fewer: warm both
@@ -172,46 +197,38 @@ public class SharedLoadBenchmark {
         try (Routing routing = router.select(prompts[i & (prompts.length - 1)])) {
           routing.firstToken();
         }
-        if (i % PEER_EVERY == 0) {
-          peerStep();
+        if (i % PEER_EVERY == 0 && peerClient != null) {
+          peerClient.step();
         }
         if (local != null && (i & 511) == 511) {
+          if (peerProcess != null) {
+            peerProcess.step(512 / PEER_EVERY); // the peer process's share of these 512, routed while this sleeps
+          }
           Thread.sleep(1); // lets the publisher keep up: a full ring would drop deltas, and the peer not learn them
         }
       }
       Thread.sleep(200); // the last deltas delivered
       System.out.printf(Locale.ROOT, "warm-up: %d selections in %d ms, deltas dropped %d%n", warmSelections,
           (System.nanoTime() - warmStart) / 1_000_000, local == null ? 0 : local.stats().deltasDropped());
-      running.set(true);
-      peerThread = new Thread(() -> {
-        long interval = 1_000_000_000L / peerRate;
-        long next = System.nanoTime();
-        while (running.get()) {
-          peerStep();
-          next += interval;
-          long wait = next - System.nanoTime();
-          if (wait > 0) {
-            java.util.concurrent.locks.LockSupport.parkNanos(wait);
-          }
-        }
-      }, "bench-peer");
-      peerThread.setDaemon(true);
-      peerThread.start();
+      if (peerProcess != null) {
+        peerProcess.rate(peerRate);
+      } else {
+        peerClient.start(peerRate, "bench-peer");
+      }
     }
   }
 
-  /** One request of the peer's client: the oldest of its 64 open requests closed, a new one booked. */
-  private void peerStep() {
-    int slot = peerNext & 63;
-    if (peerInFlight[slot] != null) {
-      peerInFlight[slot].close();
+  /** The benchmark's prompts: {@link Workload#MAX_PROMPTS} of {@code promptTokens} random tokens, seeded. */
+  static int[][] prompts(int promptTokens) {
+    SplittableRandom random = new SplittableRandom(Workload.SEED);
+    int[][] prompts = new int[Workload.MAX_PROMPTS][];
+    for (int i = 0; i < prompts.length; i++) {
+      prompts[i] = random.ints(promptTokens, 0, 150_000).toArray();
     }
-    peerInFlight[slot] = peerRouter.select(prompts[peerNext & (prompts.length - 1)]);
-    peerInFlight[slot].firstToken();
-    peerNext++;
+    return prompts;
   }
 
-  private static RouterPolicy policy(String name) {
+  static RouterPolicy policy(String name) {
     return name.equals("approximate") ? RouterPolicy.approximate() : RouterPolicy.kvAware();
   }
 
@@ -237,11 +254,14 @@ public class SharedLoadBenchmark {
     }
   }
 
-  /** Stops the peer's client; its open requests stay open. */
+  /** Stops the peer's client; its open requests stay open (a peer process prints what it did and exits). */
   void stopPeer() throws InterruptedException {
-    running.set(false);
-    if (peerThread != null) {
-      peerThread.join(5000);
+    if (peerClient != null) {
+      peerClient.stop();
+    }
+    if (peerProcess != null) {
+      peerProcess.close();
+      peerProcess = null;
     }
   }
 
@@ -271,8 +291,16 @@ public class SharedLoadBenchmark {
     long ops;
     private long cpu0;
 
+    private boolean pinnedOnce;
+
+    /** Pins the measuring thread first with {@code -Dbench.measuredCpu} ({@link Pinning}); then starts counting. */
     @Setup(Level.Iteration)
     public void start() {
+      String pinned = Pinning.measuredThreadAlone(); // each iteration: threads started since inherit its CPU
+      if (!pinned.isEmpty() && !pinnedOnce) {
+        pinnedOnce = true;
+        System.out.println(pinned);
+      }
       ops = 0;
       cpu0 = MX.getCurrentThreadCpuTime();
     }
