@@ -18,6 +18,7 @@ import java.util.PriorityQueue;
 import java.util.SplittableRandom;
 import java.util.function.Function;
 import java.util.function.IntToLongFunction;
+import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -56,6 +57,8 @@ public final class Simulation {
   private final int replicas;
   private final long periodicNanos;
   private final @Nullable Runnable periodicTask;
+  private final @Nullable LongSupplier timerDue;
+  private final @Nullable Runnable timerTask;
   private final Map<Integer, SimEngineConfig> workerEngines;
   private final List<long[]> outages;
   private final List<long[]> slowdowns;
@@ -75,6 +78,8 @@ public final class Simulation {
     this.replicas = b.replicas;
     this.periodicNanos = b.periodicInterval.toNanos();
     this.periodicTask = b.periodicTask;
+    this.timerDue = b.timerDue;
+    this.timerTask = b.timerTask;
     this.workerEngines = Map.copyOf(b.workerEngines);
     this.outages = List.copyOf(b.outages);
     this.slowdowns = List.copyOf(b.slowdowns);
@@ -195,6 +200,7 @@ public final class Simulation {
         schedule(slowdowns.get(i)[1], SLOW_DOWN, i, null);
       }
       while (!queue.isEmpty()) {
+        runTimer();
         Occurrence o = queue.poll();
         now = o.time();
         switch (o.kind()) {
@@ -237,6 +243,25 @@ public final class Simulation {
         preemptions += e.preemptions();
       }
       return recorder.finish(recorder.lastFinishedNanos, preemptions);
+    }
+
+    /**
+     * Runs the timer task while it is due strictly before the next occurrence (an occurrence at the same instant
+     * goes first), each time at its due time (never before now).
+     */
+    private void runTimer() {
+      if (timerDue == null) {
+        return;
+      }
+      while (true) {
+        long due = timerDue.getAsLong();
+        Occurrence next = queue.peek();
+        if (due == Long.MAX_VALUE || next == null || due >= next.time()) {
+          return;
+        }
+        now = Math.max(now, due);
+        timerTask.run();
+      }
     }
 
     /**
@@ -349,6 +374,8 @@ public final class Simulation {
     private int replicas = 1;
     private Duration periodicInterval = Duration.ZERO;
     private @Nullable Runnable periodicTask;
+    private @Nullable LongSupplier timerDue;
+    private @Nullable Runnable timerTask;
     private Duration clientJitter = Duration.ZERO;
     private long clientJitterSeed;
 
@@ -435,6 +462,25 @@ public final class Simulation {
     public Builder periodic(Duration interval, Runnable task) {
       this.periodicInterval = Checks.positive("periodic interval", interval);
       this.periodicTask = Objects.requireNonNull(task, "task");
+      return this;
+    }
+
+    /**
+     * Runs {@code task} whenever the virtual clock reaches the time {@code due} returns, on the simulation's thread
+     * between occurrences: after every occurrence the simulation asks {@code due} for the next virtual time (in
+     * nanoseconds; {@link Long#MAX_VALUE} for none), and if it comes before the next occurrence (an occurrence at
+     * the same instant goes first) it sets the clock to it (or leaves it, if that time has passed) and runs
+     * {@code task}, then asks again. What the routers do during an occurrence can so schedule work at any later
+     * instant, for example a load-sharing port publishing a replica's deltas when its publisher would.
+     *
+     * @param due the next time the task is due, asked after every occurrence and every run of the task; it must
+     *     eventually return {@link Long#MAX_VALUE} or a time past the last occurrence
+     * @param task the task, run on the simulation's thread
+     * @return this builder
+     */
+    public Builder timer(LongSupplier due, Runnable task) {
+      this.timerDue = Objects.requireNonNull(due, "due");
+      this.timerTask = Objects.requireNonNull(task, "task");
       return this;
     }
 
