@@ -65,6 +65,12 @@ public final class ReplicaExperiment {
    */
   static final Duration DEFAULT_CLIENT_JITTER = Duration.ofMillis(1);
 
+  /**
+   * With {@code --publish linger}, the default time from a replica's publish to its peers applying the frame: the
+   * publisher's wake-up, the encoding and one NATS delivery (publisher, server, subscriber).
+   */
+  static final Duration DEFAULT_NATS_LATENCY = Duration.ofNanos(100_000);
+
   private ReplicaExperiment() {}
 
   /** Runs the grid and prints the table. */
@@ -164,6 +170,11 @@ public final class ReplicaExperiment {
               .replicaTtl(Duration.ofSeconds(60)).build();
         }
       }
+      LingerPublishing linger = nats && options.syncIntervalNanos > 0 && options.linger
+          ? new LingerPublishing(syncs, (r, calls, target) -> {
+            calls.forEach(c -> c.accept(target));
+            flushAndDeliver(syncs, r);
+          }, options.syncIntervalNanos, options.natsLatencyNanos) : null;
       AtomicInteger built = new AtomicInteger();
       List<RouterListener> outcomeListeners = new ArrayList<>();
       RouterPolicy one = options.sharedPolicy ? new OneInstance(policy.get()) : null;
@@ -185,7 +196,7 @@ public final class ReplicaExperiment {
             @Nullable RouterListener collisionsListener = null;
             if (options.collisions || options.deliverAtOnce != null) {
               if (collisions[0] == null) {
-                Runnable deliver = nats ? () -> flushAndDeliver(syncs) : null;
+                Runnable deliver = !nats ? null : linger != null ? linger::deliverAllNow : () -> flushAndDeliver(syncs);
                 collisions[0] = new Collisions(replicas, Math.max(1, options.syncIntervalNanos), options.concurrency,
                     workload, ticker, "placements".equals(options.deliverAtOnce) ? deliver : null,
                     "joins".equals(options.deliverAtOnce) ? deliver : null,
@@ -198,7 +209,10 @@ public final class ReplicaExperiment {
               listener = new OutcomesToPeers(listener, l, outcomeListeners);
             }
             Router.Builder builder = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r)
-                .sharedLoad(nats ? syncs[r] : SharedLoad.NONE).listener(listener);
+                .sharedLoad(!nats ? SharedLoad.NONE : linger != null ? linger.port(r) : syncs[r]).listener(listener);
+            if (linger != null) {
+              linger.clock(ticker);
+            }
             if (collisionsListener != null) {
               builder.listener(collisionsListener); // the router calls its listeners in order, each isolated
             }
@@ -209,7 +223,9 @@ public final class ReplicaExperiment {
             }
             return router;
           });
-      if (nats && options.syncIntervalNanos > 0) {
+      if (linger != null) {
+        simulation.timer(linger::due, linger::run);
+      } else if (nats && options.syncIntervalNanos > 0) {
         simulation.periodic(Duration.ofNanos(options.syncIntervalNanos), () -> flushAndDeliver(syncs));
       }
       SimulationResult result;
@@ -240,6 +256,10 @@ public final class ReplicaExperiment {
             kinds, policyName, replicas, sync, seed, hit[run], p99[run], warm[run]);
         System.out.printf(Locale.ROOT, "warm kinds=%d policy=%s N=%d sync=%s seed=%d ttftMicros=%s%n", kinds,
             policyName, replicas, sync, seed, warmTtft.micros());
+        if (linger != null) {
+          System.out.printf(Locale.ROOT, "publish kinds=%d policy=%s N=%d seed=%d %s%n", kinds, policyName, replicas,
+              seed, linger.summary());
+        }
       }
     }
     if (totals.runs > 0) {
@@ -472,10 +492,20 @@ public final class ReplicaExperiment {
   }
 
   /** Publishes every replica's batch, then waits until each peer has received everything published so far. */
-  private static void flushAndDeliver(NatsLoadSync[] syncs) {
+  static void flushAndDeliver(NatsLoadSync[] syncs) {
+    flushAndDeliver(syncs, -1);
+  }
+
+  /**
+   * Publishes replica {@code only}'s batch (every replica's if negative), then waits until each peer has received
+   * everything published so far.
+   */
+  static void flushAndDeliver(NatsLoadSync[] syncs, int only) {
     boolean any = false;
-    for (NatsLoadSync s : syncs) {
-      any |= s.flush();
+    for (int i = 0; i < syncs.length; i++) {
+      if (only < 0 || i == only) {
+        any |= syncs[i].flush();
+      }
     }
     if (!any) {
       return;
@@ -487,7 +517,7 @@ public final class ReplicaExperiment {
     long deadline = System.nanoTime() + 10_000_000_000L;
     for (int i = 0; i < syncs.length; i++) {
       for (int j = 0; j < syncs.length; j++) {
-        if (i == j) {
+        if (i == j || (only >= 0 && j != only)) {
           continue;
         }
         String peer = syncs[j].replicaName();
@@ -553,6 +583,12 @@ public final class ReplicaExperiment {
         "  --sync-interval-ms 0.1    virtual time between flushes of the replicas' batched deltas (a peer learns",
         "                            of a booking up to this late; default: NatsLoadSync's batch delay; 0: every",
         "                            delta delivered to every peer before the simulation goes on, a counterfactual)",
+        "  --publish linger          when a replica's deltas reach its peers: linger (default), NatsLoadSync's rule",
+        "                            in virtual time: the first delta after a quiet period published at once, then",
+        "                            polls every --sync-interval-ms until four find nothing; grid: every replica",
+        "                            flushed every --sync-interval-ms, delivered at that instant (rounds 1-9)",
+        "  --nats-latency-ms 0.1     with linger: from a publish to the peers applying it (wake-up, encoding and",
+        "                            one NATS delivery)",
         "  --client-jitter-ms 1      each client waits uniformly up to this long before each request (0: clients",
         "                            send the instant their previous request finished, all starting at time 0)",
         "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)",
@@ -574,6 +610,8 @@ public final class ReplicaExperiment {
     List<String> syncModes = List.of("none", "nats");
     long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
     long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
+    boolean linger = true;
+    long natsLatencyNanos = DEFAULT_NATS_LATENCY.toNanos();
     @Nullable String natsUrl;
     boolean sharedPolicy;
     boolean shareOutcomes;
@@ -606,6 +644,13 @@ public final class ReplicaExperiment {
           syncModes = modes;
         }
         case "--sync-interval-ms" -> syncIntervalNanos = Cli.millisAsNanos(value, arg, true);
+        case "--publish" -> {
+          if (!value.equals("linger") && !value.equals("grid")) {
+            throw new IllegalArgumentException("--publish takes linger or grid but got '" + value + "'");
+          }
+          linger = value.equals("linger");
+        }
+        case "--nats-latency-ms" -> natsLatencyNanos = Cli.millisAsNanos(value, arg, true);
         case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
         case "--nats-url" -> natsUrl = value;
         case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);

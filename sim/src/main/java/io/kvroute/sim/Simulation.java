@@ -18,6 +18,7 @@ import java.util.PriorityQueue;
 import java.util.SplittableRandom;
 import java.util.function.Function;
 import java.util.function.IntToLongFunction;
+import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -56,8 +57,11 @@ public final class Simulation {
   private final int replicas;
   private final long periodicNanos;
   private final @Nullable Runnable periodicTask;
+  private final @Nullable LongSupplier timerDue;
+  private final @Nullable Runnable timerTask;
   private final Map<Integer, SimEngineConfig> workerEngines;
   private final List<long[]> outages;
+  private final List<long[]> slowdowns;
   private final long clientJitterNanos;
   private final long clientJitterSeed;
 
@@ -74,8 +78,11 @@ public final class Simulation {
     this.replicas = b.replicas;
     this.periodicNanos = b.periodicInterval.toNanos();
     this.periodicTask = b.periodicTask;
+    this.timerDue = b.timerDue;
+    this.timerTask = b.timerTask;
     this.workerEngines = Map.copyOf(b.workerEngines);
     this.outages = List.copyOf(b.outages);
+    this.slowdowns = List.copyOf(b.slowdowns);
     this.clientJitterNanos = b.clientJitter.toNanos();
     this.clientJitterSeed = b.clientJitterSeed;
   }
@@ -111,6 +118,7 @@ public final class Simulation {
   private static final int PERIODIC = 4;
   private static final int REMOVE = 5;
   private static final int READD = 6;
+  private static final int SLOW_DOWN = 7;
 
   /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
   private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
@@ -188,7 +196,11 @@ public final class Simulation {
         schedule(outage[1], REMOVE, (int) outage[0], null);
         schedule(outage[2], READD, (int) outage[0], null);
       }
+      for (int i = 0; i < slowdowns.size(); i++) {
+        schedule(slowdowns.get(i)[1], SLOW_DOWN, i, null);
+      }
       while (!queue.isEmpty()) {
+        runTimer();
         Occurrence o = queue.poll();
         now = o.time();
         switch (o.kind()) {
@@ -218,6 +230,11 @@ public final class Simulation {
             engines[o.target()].resetPrefixCache();
             addWorker(o.target());
           }
+          case SLOW_DOWN -> {
+            long[] slowdown = slowdowns.get(o.target());
+            SimEngine e = engines[(int) slowdown[0]];
+            e.retime(e.config().timing().slowerBy(Double.longBitsToDouble(slowdown[2])));
+          }
           default -> throw new AssertionError(o);
         }
       }
@@ -226,6 +243,25 @@ public final class Simulation {
         preemptions += e.preemptions();
       }
       return recorder.finish(recorder.lastFinishedNanos, preemptions);
+    }
+
+    /**
+     * Runs the timer task while it is due strictly before the next occurrence (an occurrence at the same instant
+     * goes first), each time at its due time (never before now).
+     */
+    private void runTimer() {
+      if (timerDue == null) {
+        return;
+      }
+      while (true) {
+        long due = timerDue.getAsLong();
+        Occurrence next = queue.peek();
+        if (due == Long.MAX_VALUE || next == null || due >= next.time()) {
+          return;
+        }
+        now = Math.max(now, due);
+        timerTask.run();
+      }
     }
 
     /**
@@ -334,9 +370,12 @@ public final class Simulation {
     private Duration loadReportInterval = DEFAULT_LOAD_REPORT_INTERVAL;
     private final Map<Integer, SimEngineConfig> workerEngines = new HashMap<>();
     private final List<long[]> outages = new java.util.ArrayList<>();
+    private final List<long[]> slowdowns = new java.util.ArrayList<>();
     private int replicas = 1;
     private Duration periodicInterval = Duration.ZERO;
     private @Nullable Runnable periodicTask;
+    private @Nullable LongSupplier timerDue;
+    private @Nullable Runnable timerTask;
     private Duration clientJitter = Duration.ZERO;
     private long clientJitterSeed;
 
@@ -377,6 +416,27 @@ public final class Simulation {
     }
 
     /**
+     * Makes worker {@code worker}'s engine {@code factor} times slower from virtual time {@code at} on (a GPU that
+     * throttles, a noisy neighbour): every step scheduled from then is timed by its configured
+     * {@link TimingModel#slowerBy slowerBy(factor)}; the router is not told. A later slowdown of the same worker
+     * replaces an earlier one (factors relative to the configured timing, not compounded).
+     *
+     * @param worker the worker's index, from 0
+     * @param at when the slowdown starts, in virtual time since the start, zero or more
+     * @param factor the slowdown, finite and positive (below 1 speeds the worker up)
+     * @return this builder
+     * @throws IllegalArgumentException if {@code worker} or {@code at} is negative or {@code factor} is not finite
+     *     and positive
+     */
+    public Builder slowdown(int worker, Duration at, double factor) {
+      Checks.notNegative("worker", worker);
+      Checks.notNegative("at", at);
+      Checks.finitePositive("factor", factor);
+      slowdowns.add(new long[] {worker, at.toNanos(), Double.doubleToLongBits(factor)});
+      return this;
+    }
+
+    /**
      * Routes through this many routers, each built by the {@link #router} factory, as several gateway replicas
      * behind a load balancer: request {@code i} goes to router {@code i mod replicas}; every router gets every
      * worker, every KV event and every load report (default 1).
@@ -402,6 +462,25 @@ public final class Simulation {
     public Builder periodic(Duration interval, Runnable task) {
       this.periodicInterval = Checks.positive("periodic interval", interval);
       this.periodicTask = Objects.requireNonNull(task, "task");
+      return this;
+    }
+
+    /**
+     * Runs {@code task} whenever the virtual clock reaches the time {@code due} returns, on the simulation's thread
+     * between occurrences: after every occurrence the simulation asks {@code due} for the next virtual time (in
+     * nanoseconds; {@link Long#MAX_VALUE} for none), and if it comes before the next occurrence (an occurrence at
+     * the same instant goes first) it sets the clock to it (or leaves it, if that time has passed) and runs
+     * {@code task}, then asks again. What the routers do during an occurrence can so schedule work at any later
+     * instant, for example a load-sharing port publishing a replica's deltas when its publisher would.
+     *
+     * @param due the next time the task is due, asked after every occurrence and every run of the task; it must
+     *     eventually return {@link Long#MAX_VALUE} or a time past the last occurrence
+     * @param task the task, run on the simulation's thread
+     * @return this builder
+     */
+    public Builder timer(LongSupplier due, Runnable task) {
+      this.timerDue = Objects.requireNonNull(due, "due");
+      this.timerTask = Objects.requireNonNull(task, "task");
       return this;
     }
 
@@ -544,6 +623,11 @@ public final class Simulation {
       for (int w : workerEngines.keySet()) {
         if (w >= workers) {
           throw new IllegalStateException("workerEngine " + w + " is not below workers " + workers);
+        }
+      }
+      for (long[] o : slowdowns) {
+        if (o[0] >= workers) {
+          throw new IllegalStateException("slowdown of worker " + o[0] + " is not below workers " + workers);
         }
       }
       for (long[] o : outages) {

@@ -93,6 +93,56 @@ class SimulationTest {
     assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().periodic(Duration.ZERO, () -> { }));
   }
 
+  /**
+   * A timer set from inside an occurrence (each routing asks for a run 0.5 ms later) runs at exactly that virtual
+   * time, once per request, in time order, before any later occurrence: the ticker reads the due time inside the
+   * task, and a request sent after the due time is routed only after the task ran.
+   */
+  @Test
+  void aTimerRunsAtTheTimeItIsDueBetweenOccurrences() {
+    long delay = 500_000;
+    java.util.ArrayDeque<Long> due = new java.util.ArrayDeque<>();
+    java.util.List<Long> ran = new java.util.ArrayList<>();
+    java.util.List<Long> routedAt = new java.util.ArrayList<>();
+    io.kvroute.Ticker[] clock = new io.kvroute.Ticker[1];
+    long[] lastEvent = new long[1];
+    SimulationResult result = Simulation.newBuilder()
+        .workload(SharedPrefixWorkload.article(7, 3))
+        .requests(60)
+        .clientJitter(Duration.ofMillis(1), 5)
+        .timer(() -> due.isEmpty() ? Long.MAX_VALUE : due.peekFirst(), () -> {
+          long t = clock[0].read();
+          assertTrue(t >= lastEvent[0], "the clock never goes back");
+          assertEquals(due.pollFirst(), t, "the task runs at its due time");
+          ran.add(t);
+          lastEvent[0] = t;
+        })
+        .router(ticker -> {
+          clock[0] = ticker;
+          return Router.newBuilder().policy(RouterPolicy.kvAware()).ticker(ticker).randomSeed(1)
+              .listener(new io.kvroute.RouterListener() {
+                @Override
+                public void onRouted(io.kvroute.Routing routing) {
+                  long t = ticker.read();
+                  assertTrue(t >= lastEvent[0], "an occurrence after a task that ran later than it was due");
+                  lastEvent[0] = t;
+                  routedAt.add(t);
+                  due.addLast(t + delay);
+                }
+              }).build();
+        })
+        .build()
+        .run();
+    assertEquals(60, result.requests());
+    assertEquals(60, routedAt.size());
+    // Every request takes far longer than 0.5 ms, so each routing's task comes before the last occurrence.
+    assertEquals(60, ran.size(), "one run per routing");
+    for (int i = 0; i < 60; i++) {
+      assertEquals(routedAt.get(i) + delay, ran.get(i), "run " + i);
+    }
+    assertThrows(NullPointerException.class, () -> Simulation.newBuilder().timer(null, () -> { }));
+  }
+
   @Test
   void runsAreDeterministic() {
     SimulationResult a = run(7, 5, RouterPolicy::kvAware);
@@ -164,6 +214,34 @@ class SimulationTest {
         .build();
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, tooLong::run);
     assertTrue(e.getMessage().contains("maximum context length"), e.getMessage());
+  }
+
+  /**
+   * A slowdown retimes the steps scheduled after it: two cold 339-token prompts (no shared prefix) sent to one idle
+   * worker 10 s apart, with the worker made 2x slower at 5 s, are each prefilled in one step of {@code 4.5 + 0.025 x
+   * 339 + 1e-6 x 339^2} ms (13.09 ms) before the slowdown and twice that after it, since every coefficient doubles.
+   */
+  @Test
+  void aSlowdownDoublesTheStepsScheduledAfterIt() {
+    Simulation.Builder b = Simulation.newBuilder()
+        .workers(1)
+        .requests(2)
+        .openLoop(i -> i * 10_000_000_000L)
+        .workload(SharedPrefixWorkload.newBuilder().prefixTokens(0).outputTokens(4).seed(1).build())
+        .router(t -> Router.newBuilder().policy(RouterPolicy.roundRobin()).ticker(t).build());
+    double step = 4.5 + 0.025 * 339 + 1e-6 * 339 * 339;
+    SimulationResult steady = b.build().run();
+    assertEquals(step, steady.ttftMillis(0), 1e-6);
+    assertEquals(step, steady.ttftMillis(1), 1e-6);
+    SimulationResult slowed = b.slowdown(0, Duration.ofSeconds(5), 2).build().run();
+    assertEquals(step, slowed.ttftMillis(0), 1e-6, "the first request, before the slowdown");
+    assertEquals(2 * step, slowed.ttftMillis(1), 1e-6, "the second, after it");
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().slowdown(0, Duration.ZERO, 0));
+    assertThrows(IllegalArgumentException.class,
+        () -> Simulation.newBuilder().slowdown(0, Duration.ofSeconds(-1), 2));
+    assertThrows(IllegalStateException.class, () -> Simulation.newBuilder().workers(2).slowdown(2, Duration.ZERO, 2)
+        .workload(SharedPrefixWorkload.article(2, 1))
+        .router(t -> Router.newBuilder().policy(RouterPolicy.roundRobin()).ticker(t).build()).build());
   }
 
   /**
