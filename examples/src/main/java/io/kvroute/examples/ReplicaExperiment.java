@@ -200,7 +200,9 @@ public final class ReplicaExperiment {
                 collisions[0] = new Collisions(replicas, Math.max(1, options.syncIntervalNanos), options.concurrency,
                     workload, ticker, "placements".equals(options.deliverAtOnce) ? deliver : null,
                     "joins".equals(options.deliverAtOnce) ? deliver : null,
-                    "cold".equals(options.deliverAtOnce) ? deliver : null);
+                    "cold".equals(options.deliverAtOnce) ? deliver : null, linger,
+                    options.placementsLog ? System.out : null, String.format(Locale.ROOT, "kinds=%d %s N=%d seed=%d",
+                        kinds, policyName, replicas, seed));
               }
               collisionsListener = collisions[0].forReplica(r);
             }
@@ -599,7 +601,10 @@ public final class ReplicaExperiment {
         "  --per-run true            also print one line per run (seed, hit rate, p99, warm p99) and one with its",
         "                            warm TTFTs, for paired comparisons and pooled quantiles across runs",
         "  --collisions true         count the decisions two replicas made within one delivery window that collide",
-        "                            (see Collisions) and the same pairs for one router",
+        "                            (see Collisions) and the same pairs for one router; with --publish linger,",
+        "                            unseen means delivered after the later routing",
+        "  --placements-log true     with the collisions, one line per warm placement: replica, time, kind, worker,",
+        "                            the workers its view had seen take the kind, the peers' bookings it had not",
         "  --deliver-at-once placements|joins|cold  an oracle: after each routing of that class (a new placement",
         "                            or copy; a join; one of the first --concurrency, the cold start), deliver every",
         "                            replica's deltas to every peer before going on",
@@ -617,6 +622,7 @@ public final class ReplicaExperiment {
     boolean shareOutcomes;
     boolean perRun;
     boolean collisions;
+    boolean placementsLog;
     boolean estimateUnseen;
     @Nullable String deliverAtOnce;
 
@@ -657,6 +663,10 @@ public final class ReplicaExperiment {
         case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
         case "--per-run" -> perRun = Boolean.parseBoolean(value);
         case "--collisions" -> collisions = Boolean.parseBoolean(value);
+        case "--placements-log" -> {
+          placementsLog = Boolean.parseBoolean(value);
+          collisions |= placementsLog;
+        }
         case "--estimate-unseen" -> estimateUnseen = Boolean.parseBoolean(value);
         case "--deliver-at-once" -> {
           if (!List.of("placements", "joins", "cold").contains(value)) {
