@@ -188,7 +188,8 @@ public final class ArticleExperiment {
     } else {
       progress.println("note: no trace at " + tracePath + " (give --trace FILE); traces left out");
     }
-    List<Suite.Scenario> scenarios = new ArrayList<>(options.reducedSuite ? Suite.reduced() : Suite.full(trace));
+    List<Suite.Scenario> scenarios = new ArrayList<>(options.reducedSuite ? Suite.reduced()
+        : options.heldOutSuite ? Suite.heldOut(trace) : Suite.full(trace));
     if (options.scenarioFilter != null) {
       scenarios.removeIf(s -> java.util.Arrays.stream(options.scenarioFilter.split(","))
           .noneMatch(f -> s.name().contains(f.trim())));
@@ -473,6 +474,9 @@ public final class ArticleExperiment {
         "                           overload) for " + String.join(",", SUITE_POLICIES) + " (or --policies; the last",
         "                           is checked against kvAware); the trace is --trace or " + DEFAULT_SUITE_TRACE,
         "  --suite-reduced          the reduced suite CI runs",
+        "  --suite-heldout          the held-out family: 4/5/8 workers, c12/c20, 3/16/48 kinds, other prompt shapes,",
+        "                           mixed outputs, Poisson arrivals, slow or small workers, a mid-run slowdown,",
+        "                           multi-turn conversations, the trace on 8 and 4 workers at other time scales",
         "  --scenarios a,b          only the suite's scenarios whose names contain one of these",
         "  --charts DIR             where SVG charts go (default target/kvroute-charts; none: no charts)");
 
@@ -484,6 +488,7 @@ public final class ArticleExperiment {
     double timeScale = 1.0;
     boolean suite;
     boolean reducedSuite;
+    boolean heldOutSuite;
     @Nullable String scenarioFilter;
     @Nullable Path chartsDir = Path.of("target", "kvroute-charts");
 
@@ -504,9 +509,10 @@ public final class ArticleExperiment {
 
     @Override
     boolean flag(String arg) {
-      if (arg.equals("--suite") || arg.equals("--suite-reduced")) {
+      if (arg.equals("--suite") || arg.equals("--suite-reduced") || arg.equals("--suite-heldout")) {
         suite = true;
         reducedSuite = arg.equals("--suite-reduced");
+        heldOutSuite = arg.equals("--suite-heldout");
         return true;
       }
       return false;

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.IntToLongFunction;
 import java.util.function.LongFunction;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
@@ -104,6 +105,14 @@ public final class Suite {
   }
 
   /**
+   * The held-out family: workloads, fleets and arrivals the full suite never varies (see {@link HeldOut}), for
+   * checking that what the suite measures generalises; {@code trace} may be null to leave its trace scenarios out.
+   */
+  public static List<Scenario> heldOut(@Nullable MooncakeTrace trace) {
+    return HeldOut.scenarios(trace);
+  }
+
+  /**
    * A reduced suite for CI (seconds on two cores): the article's point and its tightest cache, over capacity, a
    * moderate load with 12 kinds, every prefix fitting everywhere on 3 workers over capacity, 7 kinds on 3 workers far
    * over capacity (memory-bound), a first burst of 24 clients on cold caches (7 kinds), skew, a small and a slow
@@ -167,15 +176,22 @@ public final class Suite {
   }
 
   static Scenario traceScenario(String name, MooncakeTrace trace, int workers, int blocks) {
+    return traceScenario(name, trace, workers, blocks, 1.0);
+  }
+
+  /** A trace scenario whose arrival times are multiplied by {@code timeScale} (below 1: more load). */
+  static Scenario traceScenario(String name, MooncakeTrace trace, int workers, int blocks, double timeScale) {
     int needed = (trace.maxSequenceTokens() + 15) / 16;
     int perWorker = Math.max(blocks, needed);
     SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(perWorker).build();
+    IntToLongFunction arrivals = timeScale == 1.0 ? trace::arrivalNanos
+        : i -> Math.round(trace.arrivalNanos(i) * timeScale);
     return new Scenario(name, "trace", seed -> Simulation.newBuilder()
         .engine(engine)
         .workers(workers)
         .requests(trace.size())
         .workload(trace)
-        .openLoop(trace::arrivalNanos), trace, (long) perWorker * workers);
+        .openLoop(arrivals), trace, (long) perWorker * workers);
   }
 
   /** The Zipf exponent over {@code kinds} kinds whose most popular kind has probability {@code top} (bisection). */

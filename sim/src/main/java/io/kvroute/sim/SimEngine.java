@@ -27,6 +27,7 @@ final class SimEngine {
   private final ArrayDeque<EngineRequest> waiting = new ArrayDeque<>();
   private final ArrayList<EngineRequest> running = new ArrayList<>();
   private final int[] scratchBlocks;
+  private TimingModel timing;
   private long nextId;
   private boolean resetPending;
 
@@ -45,6 +46,15 @@ final class SimEngine {
     this.pool = new BlockPool(config.numBlocks());
     this.hasher = new EngineHasher(config.engineHashSeed());
     this.scratchBlocks = new int[config.numBlocks()];
+    this.timing = config.timing();
+  }
+
+  /**
+   * Times the steps scheduled from now on with {@code timing} (the hardware slowed down or sped up mid-run); a step
+   * in progress keeps its duration.
+   */
+  void retime(TimingModel timing) {
+    this.timing = Objects.requireNonNull(timing, "timing");
   }
 
   SimEngineConfig config() {
@@ -191,7 +201,7 @@ final class SimEngine {
         step.prefillTokens += n;
       }
     }
-    step.nanos = config.timing().stepNanos(step.prefillTokens, step.decodeSequences, step.decodeKvTokens);
+    step.nanos = timing.stepNanos(step.prefillTokens, step.decodeSequences, step.decodeKvTokens);
     return step;
   }
 

@@ -61,6 +61,7 @@ public final class Simulation {
   private final @Nullable Runnable timerTask;
   private final Map<Integer, SimEngineConfig> workerEngines;
   private final List<long[]> outages;
+  private final List<long[]> slowdowns;
   private final long clientJitterNanos;
   private final long clientJitterSeed;
 
@@ -81,6 +82,7 @@ public final class Simulation {
     this.timerTask = b.timerTask;
     this.workerEngines = Map.copyOf(b.workerEngines);
     this.outages = List.copyOf(b.outages);
+    this.slowdowns = List.copyOf(b.slowdowns);
     this.clientJitterNanos = b.clientJitter.toNanos();
     this.clientJitterSeed = b.clientJitterSeed;
   }
@@ -116,6 +118,7 @@ public final class Simulation {
   private static final int PERIODIC = 4;
   private static final int REMOVE = 5;
   private static final int READD = 6;
+  private static final int SLOW_DOWN = 7;
 
   /** A scheduled occurrence on the virtual clock, ordered by time then by creation. */
   private record Occurrence(long time, long seq, int kind, int target, EngineOrEvents payload)
@@ -193,6 +196,9 @@ public final class Simulation {
         schedule(outage[1], REMOVE, (int) outage[0], null);
         schedule(outage[2], READD, (int) outage[0], null);
       }
+      for (int i = 0; i < slowdowns.size(); i++) {
+        schedule(slowdowns.get(i)[1], SLOW_DOWN, i, null);
+      }
       while (!queue.isEmpty()) {
         runTimer();
         Occurrence o = queue.poll();
@@ -223,6 +229,11 @@ public final class Simulation {
             removed[o.target()] = false;
             engines[o.target()].resetPrefixCache();
             addWorker(o.target());
+          }
+          case SLOW_DOWN -> {
+            long[] slowdown = slowdowns.get(o.target());
+            SimEngine e = engines[(int) slowdown[0]];
+            e.retime(e.config().timing().slowerBy(Double.longBitsToDouble(slowdown[2])));
           }
           default -> throw new AssertionError(o);
         }
@@ -359,6 +370,7 @@ public final class Simulation {
     private Duration loadReportInterval = DEFAULT_LOAD_REPORT_INTERVAL;
     private final Map<Integer, SimEngineConfig> workerEngines = new HashMap<>();
     private final List<long[]> outages = new java.util.ArrayList<>();
+    private final List<long[]> slowdowns = new java.util.ArrayList<>();
     private int replicas = 1;
     private Duration periodicInterval = Duration.ZERO;
     private @Nullable Runnable periodicTask;
@@ -400,6 +412,27 @@ public final class Simulation {
         throw new IllegalArgumentException("outage must satisfy 0 <= from < until but was " + from + ".." + until);
       }
       outages.add(new long[] {worker, from.toNanos(), until.toNanos()});
+      return this;
+    }
+
+    /**
+     * Makes worker {@code worker}'s engine {@code factor} times slower from virtual time {@code at} on (a GPU that
+     * throttles, a noisy neighbour): every step scheduled from then is timed by its configured
+     * {@link TimingModel#slowerBy slowerBy(factor)}; the router is not told. A later slowdown of the same worker
+     * replaces an earlier one (factors relative to the configured timing, not compounded).
+     *
+     * @param worker the worker's index, from 0
+     * @param at when the slowdown starts, in virtual time since the start, zero or more
+     * @param factor the slowdown, finite and positive (below 1 speeds the worker up)
+     * @return this builder
+     * @throws IllegalArgumentException if {@code worker} or {@code at} is negative or {@code factor} is not finite
+     *     and positive
+     */
+    public Builder slowdown(int worker, Duration at, double factor) {
+      Checks.notNegative("worker", worker);
+      Checks.notNegative("at", at);
+      Checks.finitePositive("factor", factor);
+      slowdowns.add(new long[] {worker, at.toNanos(), Double.doubleToLongBits(factor)});
       return this;
     }
 
@@ -590,6 +623,11 @@ public final class Simulation {
       for (int w : workerEngines.keySet()) {
         if (w >= workers) {
           throw new IllegalStateException("workerEngine " + w + " is not below workers " + workers);
+        }
+      }
+      for (long[] o : slowdowns) {
+        if (o[0] >= workers) {
+          throw new IllegalStateException("slowdown of worker " + o[0] + " is not below workers " + workers);
         }
       }
       for (long[] o : outages) {

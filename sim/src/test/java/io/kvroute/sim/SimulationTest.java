@@ -217,6 +217,34 @@ class SimulationTest {
   }
 
   /**
+   * A slowdown retimes the steps scheduled after it: two cold 339-token prompts (no shared prefix) sent to one idle
+   * worker 10 s apart, with the worker made 2x slower at 5 s, are each prefilled in one step of {@code 4.5 + 0.025 x
+   * 339 + 1e-6 x 339^2} ms (13.09 ms) before the slowdown and twice that after it, since every coefficient doubles.
+   */
+  @Test
+  void aSlowdownDoublesTheStepsScheduledAfterIt() {
+    Simulation.Builder b = Simulation.newBuilder()
+        .workers(1)
+        .requests(2)
+        .openLoop(i -> i * 10_000_000_000L)
+        .workload(SharedPrefixWorkload.newBuilder().prefixTokens(0).outputTokens(4).seed(1).build())
+        .router(t -> Router.newBuilder().policy(RouterPolicy.roundRobin()).ticker(t).build());
+    double step = 4.5 + 0.025 * 339 + 1e-6 * 339 * 339;
+    SimulationResult steady = b.build().run();
+    assertEquals(step, steady.ttftMillis(0), 1e-6);
+    assertEquals(step, steady.ttftMillis(1), 1e-6);
+    SimulationResult slowed = b.slowdown(0, Duration.ofSeconds(5), 2).build().run();
+    assertEquals(step, slowed.ttftMillis(0), 1e-6, "the first request, before the slowdown");
+    assertEquals(2 * step, slowed.ttftMillis(1), 1e-6, "the second, after it");
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().slowdown(0, Duration.ZERO, 0));
+    assertThrows(IllegalArgumentException.class,
+        () -> Simulation.newBuilder().slowdown(0, Duration.ofSeconds(-1), 2));
+    assertThrows(IllegalStateException.class, () -> Simulation.newBuilder().workers(2).slowdown(2, Duration.ZERO, 2)
+        .workload(SharedPrefixWorkload.article(2, 1))
+        .router(t -> Router.newBuilder().policy(RouterPolicy.roundRobin()).ticker(t).build()).build());
+  }
+
+  /**
    * The router's predicted cached tokens against what the engine reports (usage.prompt_tokens_details.cached_tokens):
    * a prompt of 23 full blocks sent again is fully indexed, but vLLM recomputes the block of its last token, so both
    * say 352 of 368 tokens and the error is zero (it was 16 tokens per request when the prediction counted all 23).
