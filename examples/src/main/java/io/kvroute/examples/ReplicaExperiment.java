@@ -37,11 +37,13 @@ import org.jspecify.annotations.Nullable;
  * java -cp examples/target/kvroute-examples.jar io.kvroute.examples.ReplicaExperiment --replicas 1,2,4
  * }</pre>
  *
- * <p>The simulation runs on a virtual clock, so load sharing runs in virtual time too: every
- * {@code --sync-interval-ms} of virtual time (0.1 ms, {@link NatsLoadSync}'s default batch delay) each replica
- * flushes its batched deltas to the NATS server, and the simulation waits (in real time) until every peer has
- * received and applied them; a peer therefore learns a booking up to one interval after it was made (in production
- * the first delta after a quiet period is sent at once and a burst's within the batch delay, plus NATS's delivery).
+ * <p>The simulation runs on a virtual clock, so load sharing runs in virtual time too. By default
+ * ({@code --publish linger}) each replica's deltas are published when {@link NatsLoadSync}'s publisher would publish
+ * them (the first after a quiet period at once, then at polls every {@code --sync-interval-ms}, 0.1 ms, its default
+ * batch delay, until four find nothing; see {@link LingerPublishing}) and reach the peers {@code --nats-latency-ms}
+ * later; with {@code --publish grid} every {@code --sync-interval-ms} of virtual time each replica flushes its
+ * batched deltas, delivered at that instant. Either way the simulation waits (in real time) until every peer has
+ * received and applied a delivered batch.
  * Each replica's sync is given that interval as its batch delay, which with {@code --estimate-unseen true} is the
  * delivery window its router is told ({@code SharedLoad.deliveryWindowNanos}) for its estimate of the peers'
  * bookings not delivered yet (off by default, as in {@link NatsLoadSync}).
