@@ -136,7 +136,21 @@ final class LingerPublishing {
         r.pending = new ArrayList<>();
         r.pendingAt.clear();
       }
+      long now = clock.read();
+      for (long[] slot : r.bookingDelivery) {
+        slot[0] = Math.min(slot[0], now);
+      }
+      r.pendingBookings.clear();
     }
+  }
+
+  /**
+   * When replica {@code replica}'s {@code k}-th booking (counting from 0, in the order its router booked) reached
+   * its peers, in virtual nanoseconds; {@link Long#MAX_VALUE} if it has not been published yet.
+   */
+  long bookingDeliveredAt(int replica, int k) {
+    List<long[]> d = replicas[replica].bookingDelivery;
+    return k < d.size() ? d.get(k)[0] : Long.MAX_VALUE;
   }
 
   /** Batches published, wake-ups (publishes after a quiet period), and the mean wait of a delta before delivery. */
@@ -153,6 +167,9 @@ final class LingerPublishing {
     List<Consumer<SharedLoad>> pending = new ArrayList<>();
     final List<Long> pendingAt = new ArrayList<>();
     final ArrayDeque<Batch> inFlight = new ArrayDeque<>();
+    // Per booking, in booking order, its delivery time (MAX_VALUE until published); the unpublished ones' slots.
+    final List<long[]> bookingDelivery = new ArrayList<>();
+    final List<long[]> pendingBookings = new ArrayList<>();
     boolean idle = true;
     long nextCheck = Long.MAX_VALUE;
     int polls;
@@ -173,6 +190,10 @@ final class LingerPublishing {
         inFlight.addLast(new Batch(deliverAt, pending));
         pending = new ArrayList<>();
         pendingAt.clear();
+        for (long[] slot : pendingBookings) {
+          slot[0] = deliverAt;
+        }
+        pendingBookings.clear();
         polls = batchNanos > 0 ? LINGER_POLLS : 0;
       } else {
         polls = Math.max(0, polls - 1);
@@ -183,6 +204,13 @@ final class LingerPublishing {
       } else {
         nextCheck = at + batchNanos;
       }
+    }
+
+    private void offerBooking(Consumer<SharedLoad> call) {
+      long[] slot = {Long.MAX_VALUE};
+      bookingDelivery.add(slot);
+      pendingBookings.add(slot);
+      offer(call);
     }
 
     private void offer(Consumer<SharedLoad> call) {
@@ -205,14 +233,15 @@ final class LingerPublishing {
     public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
         boolean predicted) {
       long[] copy = Arrays.copyOf(hashes, blocks);
-      offer(s -> s.booked(bookingId, worker, prefillTokens, copy, blocks, predicted));
+      offerBooking(s -> s.booked(bookingId, worker, prefillTokens, copy, blocks, predicted));
     }
 
     @Override
     public void booked(long bookingId, WorkerId worker, long prefillTokens, long[] hashes, int blocks,
         boolean predicted, int warmBlocks, boolean newPrefix) {
       long[] copy = Arrays.copyOf(hashes, blocks);
-      offer(s -> s.booked(bookingId, worker, prefillTokens, copy, blocks, predicted, warmBlocks, newPrefix));
+      offerBooking(s -> s.booked(bookingId, worker, prefillTokens, copy, blocks, predicted, warmBlocks,
+          newPrefix));
     }
 
     @Override

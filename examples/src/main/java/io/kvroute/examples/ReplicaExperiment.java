@@ -37,11 +37,13 @@ import org.jspecify.annotations.Nullable;
  * java -cp examples/target/kvroute-examples.jar io.kvroute.examples.ReplicaExperiment --replicas 1,2,4
  * }</pre>
  *
- * <p>The simulation runs on a virtual clock, so load sharing runs in virtual time too: every
- * {@code --sync-interval-ms} of virtual time (0.1 ms, {@link NatsLoadSync}'s default batch delay) each replica
- * flushes its batched deltas to the NATS server, and the simulation waits (in real time) until every peer has
- * received and applied them; a peer therefore learns a booking up to one interval after it was made (in production
- * the first delta after a quiet period is sent at once and a burst's within the batch delay, plus NATS's delivery).
+ * <p>The simulation runs on a virtual clock, so load sharing runs in virtual time too. By default
+ * ({@code --publish linger}) each replica's deltas are published when {@link NatsLoadSync}'s publisher would publish
+ * them (the first after a quiet period at once, then at polls every {@code --sync-interval-ms}, 0.1 ms, its default
+ * batch delay, until four find nothing; see {@link LingerPublishing}) and reach the peers {@code --nats-latency-ms}
+ * later; with {@code --publish grid} every {@code --sync-interval-ms} of virtual time each replica flushes its
+ * batched deltas, delivered at that instant. Either way the simulation waits (in real time) until every peer has
+ * received and applied a delivered batch.
  * Each replica's sync is given that interval as its batch delay, which with {@code --estimate-unseen true} is the
  * delivery window its router is told ({@code SharedLoad.deliveryWindowNanos}) for its estimate of the peers'
  * bookings not delivered yet (off by default, as in {@link NatsLoadSync}).
@@ -200,7 +202,9 @@ public final class ReplicaExperiment {
                 collisions[0] = new Collisions(replicas, Math.max(1, options.syncIntervalNanos), options.concurrency,
                     workload, ticker, "placements".equals(options.deliverAtOnce) ? deliver : null,
                     "joins".equals(options.deliverAtOnce) ? deliver : null,
-                    "cold".equals(options.deliverAtOnce) ? deliver : null);
+                    "cold".equals(options.deliverAtOnce) ? deliver : null, linger,
+                    options.placementsLog ? System.out : null, String.format(Locale.ROOT, "kinds=%d %s N=%d seed=%d",
+                        kinds, policyName, replicas, seed));
               }
               collisionsListener = collisions[0].forReplica(r);
             }
@@ -599,7 +603,10 @@ public final class ReplicaExperiment {
         "  --per-run true            also print one line per run (seed, hit rate, p99, warm p99) and one with its",
         "                            warm TTFTs, for paired comparisons and pooled quantiles across runs",
         "  --collisions true         count the decisions two replicas made within one delivery window that collide",
-        "                            (see Collisions) and the same pairs for one router",
+        "                            (see Collisions) and the same pairs for one router; with --publish linger,",
+        "                            unseen means delivered after the later routing",
+        "  --placements-log true     with the collisions, one line per warm placement: replica, time, kind, worker,",
+        "                            the workers its view had seen take the kind, the peers' bookings it had not",
         "  --deliver-at-once placements|joins|cold  an oracle: after each routing of that class (a new placement",
         "                            or copy; a join; one of the first --concurrency, the cold start), deliver every",
         "                            replica's deltas to every peer before going on",
@@ -617,6 +624,7 @@ public final class ReplicaExperiment {
     boolean shareOutcomes;
     boolean perRun;
     boolean collisions;
+    boolean placementsLog;
     boolean estimateUnseen;
     @Nullable String deliverAtOnce;
 
@@ -657,6 +665,10 @@ public final class ReplicaExperiment {
         case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
         case "--per-run" -> perRun = Boolean.parseBoolean(value);
         case "--collisions" -> collisions = Boolean.parseBoolean(value);
+        case "--placements-log" -> {
+          placementsLog = Boolean.parseBoolean(value);
+          collisions |= placementsLog;
+        }
         case "--estimate-unseen" -> estimateUnseen = Boolean.parseBoolean(value);
         case "--deliver-at-once" -> {
           if (!List.of("placements", "joins", "cold").contains(value)) {
