@@ -23,15 +23,7 @@ trap 'kill $NATS_PID 2>/dev/null || true' EXIT
 sleep 1
 PROPS="-Dbench.natsUrl=nats://127.0.0.1:$PORT -Dbench.peerCpus=1 -Dbench.measuredCpu=0"
 
-section() {
-  echo
-  echo "=== $1"
-  echo "    $(date -u +%T) UTC, load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD)"
-}
-run() {
-  echo "\$ $*"
-  "$@"
-}
+. jmh/bench-lib.sh
 
 section "machine"
 run java -version

@@ -18,15 +18,7 @@ fi
 mkdir -p jmh/target
 exec > >(tee "$OUT") 2>&1
 
-section() {
-  echo
-  echo "=== $1"
-  echo "    $(date -u +%T) UTC, load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD)"
-}
-run() {
-  echo "\$ $*"
-  "$@"
-}
+. jmh/bench-lib.sh
 
 section "machine"
 run java -version

@@ -170,8 +170,7 @@ final class LingerPublishing {
     // Per booking, in booking order, its delivery time (MAX_VALUE until published); the unpublished ones' slots.
     final List<long[]> bookingDelivery = new ArrayList<>();
     final List<long[]> pendingBookings = new ArrayList<>();
-    boolean idle = true;
-    long nextCheck = Long.MAX_VALUE;
+    long nextCheck = Long.MAX_VALUE; // MAX_VALUE: the publisher is parked until a hook wakes it
     int polls;
 
     Replica(int index) {
@@ -198,12 +197,7 @@ final class LingerPublishing {
       } else {
         polls = Math.max(0, polls - 1);
       }
-      if (polls == 0) {
-        idle = true;
-        nextCheck = Long.MAX_VALUE;
-      } else {
-        nextCheck = at + batchNanos;
-      }
+      nextCheck = polls == 0 ? Long.MAX_VALUE : at + batchNanos;
     }
 
     private void offerBooking(Consumer<SharedLoad> call) {
@@ -217,8 +211,7 @@ final class LingerPublishing {
       pending.add(call);
       long now = clock.read();
       pendingAt.add(now);
-      if (idle) {
-        idle = false; // the hook wakes the parked publisher, which publishes at once
+      if (nextCheck == Long.MAX_VALUE) { // the hook wakes the parked publisher, which publishes at once
         wakeups++;
         nextCheck = now;
       }

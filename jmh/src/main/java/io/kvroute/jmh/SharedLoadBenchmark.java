@@ -122,7 +122,8 @@ public class SharedLoadBenchmark {
   Router router;
   /** A port to use instead of {@link #sync}'s (for {@link SyncAb}); null: {@link #sync}'s. */
   SharedLoad portOverride;
-  private Router peerRouter;
+  /** The peer replica's router in {@link PeerLayout#SAME_JVM}; null without a peer or with it in another process. */
+  Router peerRouter;
   private PeerClient peerClient;
   private SyncPeer peerProcess;
   int[][] prompts;
