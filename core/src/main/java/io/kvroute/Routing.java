@@ -57,6 +57,9 @@ public final class Routing implements AutoCloseable {
   boolean tracked;
   // The admission's id of this booking, shared with peer replicas; 0 until booked. Guarded by the admission lock.
   long bookingId;
+  // Whether a policy that tracks decode ages counts this request as decoding (see PredictedTtftPolicy#onFirstToken);
+  // a boolean fits the handle's alignment padding (a long would add 8 bytes). Guarded by that policy.
+  boolean decodeCounted;
   // The admission's queue of handles to release is a stack linked through this field (see Admission.released), so
   // that a release allocates no queue node: whether this handle is on it (through RELEASE_QUEUED), and the next one.
   volatile boolean releaseQueued;

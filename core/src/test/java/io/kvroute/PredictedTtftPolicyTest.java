@@ -906,6 +906,91 @@ class PredictedTtftPolicyTest {
     assertEquals(1.0, under.footprint, 0.0, "585 x 0.5 / 500 < 1 counts as 1");
   }
 
+  /**
+   * A worker's decode age is the time since each of this router's requests there had its first token, summed over
+   * those not yet closed: requests booked at 0 and 20 ms with first tokens at 10 and 50 ms make 1.0 + 0.96 s at
+   * 1.01 s. The handle keeps no first-token time, so a close takes off the mean first-token wait of those decoding
+   * (20 ms, where the first's was 10): the second's age at 2.01 s is counted 2.01 - 0.02 - 0.02 = 1.97 s (1.96 in
+   * fact). A request closed before its first token never decoded and changes nothing, a handle closed twice is
+   * counted once, and with none decoding the age is 0.
+   */
+  @Test
+  void theDecodeAgeSumsTheTimeSinceEachOpenRequestsFirstToken() {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(1).build();
+    router.addWorker(A);
+    Routing first = router.select(PROMPT);
+    ticker.advance(Duration.ofMillis(10));
+    first.firstToken();
+    ticker.advance(Duration.ofMillis(10));
+    Routing second = router.select(PROMPT);
+    ticker.advance(Duration.ofMillis(30));
+    second.firstToken();
+    Routing neverDecoded = router.select(PROMPT);
+    assertEquals(0.0, policy.decodeAgeSeconds(A.id(), 10_000_000), 1e-12, "none decoding before 10 ms");
+    assertEquals(1.96, policy.decodeAgeSeconds(A.id(), 1_010_000_000), 1e-9);
+    ticker.advance(Duration.ofMillis(960));
+    first.close();
+    first.close();
+    neverDecoded.close();
+    assertEquals(1.97, policy.decodeAgeSeconds(A.id(), 2_010_000_000), 1e-9);
+    second.close();
+    assertEquals(0.0, policy.decodeAgeSeconds(A.id(), 3_000_000_000L), 0.0);
+  }
+
+  /**
+   * The growth fit recovers an engine that pins 1.05 blocks per booked block plus 7 blocks per second of decode age
+   * from reports whose bookings and ages vary independently (noise-free, so least squares is exact). An engine
+   * whose pins are all in its bookings (no growth) gives a rate of 0 and its footprint; a footprint under 1 is taken
+   * as 1 with the rate refitted; while bookings and age move together (one report) the fit stays undetermined and
+   * the average footprint prices memory.
+   */
+  @Test
+  void theGrowthFitSeparatesTheFootprintPerBookedBlockFromTheOutputRate() {
+    int window = PredictedTtftConfig.DEFAULT.learningWindow();
+    PredictedTtftPolicy.Model m = fullModel();
+    PredictedTtftPolicy.Model flat = fullModel();
+    PredictedTtftPolicy.Model under = fullModel();
+    long[][] reports = {{300, 4}, {420, 1}, {360, 9}, {480, 6}, {330, 2}};
+    for (long[] r : reports) {
+      report(m, r[0], r[1], 1.05 * r[0] + 7 * r[1], window);
+      report(flat, r[0], r[1], 1.2 * r[0], window);
+      report(under, r[0], r[1], 0.9 * r[0] + 7 * r[1], window);
+    }
+    assertEquals(1.05, m.growthFootprint, 1e-9);
+    assertEquals(7.0, m.outputRate, 1e-9);
+    assertEquals(1.05 * 400 + 7 * 3, PredictedTtftPolicy.pinnedBlocks(m, 400, 3_000_000_000L), 1e-6);
+    assertEquals(0.0, flat.outputRate, 1e-9);
+    assertEquals(1.2, flat.growthFootprint, 1e-9);
+    assertEquals(1.0, under.growthFootprint, 0.0);
+    assertTrue(under.outputRate > 0);
+    PredictedTtftPolicy.Model once = fullModel();
+    once.footprint = 1.1;
+    report(once, 300, 4, 400, window);
+    assertTrue(Double.isNaN(once.outputRate), "one report cannot tell booked blocks from decode age");
+    assertEquals(1.1 * 400, PredictedTtftPolicy.pinnedBlocks(once, 400, 0), 1e-9);
+    PredictedTtftPolicy.Model notFull = fullModel();
+    notFull.filled = false;
+    for (long[] r : reports) {
+      report(notFull, r[0], r[1], 1.05 * r[0] + 7 * r[1], window);
+    }
+    assertTrue(Double.isNaN(notFull.outputRate), "cache not known full");
+  }
+
+  /**
+   * Reports {@code pinned} blocks pinned (as a usage of the 585-block cache) with {@code booked} booked while one
+   * request has decoded for {@code ageSeconds} (its first token at 0, the report at that age).
+   */
+  private static void report(PredictedTtftPolicy.Model m, long booked, long ageSeconds, double pinned, int window) {
+    m.decoding = 1;
+    m.decodeEpoch = 0;
+    m.decodeBookedSum = 0;
+    m.decodeFirstTokenSum = 0;
+    PredictedTtftPolicy.learnGrowth(new EngineLoad(4, 0, pinned / 585, ageSeconds * 1_000_000_000L), m, booked, 32,
+        window);
+  }
+
   private static PredictedTtftPolicy.Model fullModel() {
     PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
     m.filled = true;
