@@ -941,7 +941,8 @@ class PredictedTtftPolicyTest {
 
   /**
    * The growth fit recovers an engine that pins 1.05 blocks per booked block plus 7 blocks per second of decode age
-   * from reports whose bookings and ages vary independently (noise-free, so least squares is exact). An engine
+   * from reports whose bookings and ages vary independently (noise-free, so least squares is exact); a worker is
+   * priced the larger of that and the average footprint's estimate. An engine
    * whose pins are all in its bookings (no growth) gives a rate of 0 and its footprint, and is then priced by the
    * average footprint; a footprint under 1 is taken as 1 with the rate refitted; while bookings and age move together (one report) the fit stays undetermined and
    * the average footprint prices memory.
@@ -961,6 +962,9 @@ class PredictedTtftPolicyTest {
     assertEquals(1.05, m.growthFootprint, 1e-9);
     assertEquals(7.0, m.outputRate, 1e-9);
     assertEquals(1.05 * 400 + 7 * 3, PredictedTtftPolicy.pinnedBlocks(m, 400, 3_000_000_000L), 1e-6);
+    m.footprint = 1.2;
+    assertEquals(1.2 * 400, PredictedTtftPolicy.pinnedBlocks(m, 400, 3_000_000_000L), 1e-9,
+        "decodes younger than the average footprint holds: the average");
     assertEquals(0.0, flat.outputRate, 1e-9);
     assertEquals(1.2, flat.growthFootprint, 1e-9);
     flat.footprint = 1.15;
