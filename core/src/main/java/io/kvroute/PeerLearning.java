@@ -59,4 +59,24 @@ interface PeerLearning {
    * @param nowNanos this router's clock
    */
   void peerClosed(WorkerId worker, long elapsedNanos, long nowNanos);
+
+  /**
+   * A peer's request whose booking arrived here with its policy's note produced its first token: it decodes on
+   * {@code worker} from now until its close ({@link #peerDecodeEnded}), growing the output it pins there, as the
+   * router's own requests do between {@link RouterListener#onFirstToken} and {@link RouterListener#onClosed}.
+   *
+   * @param worker the worker
+   * @param arrivedAtNanos when the booking arrived, on this router's clock
+   * @param firstTokenAtNanos when its first token arrived, on this router's clock
+   */
+  default void peerDecodeStarted(WorkerId worker, long arrivedAtNanos, long firstTokenAtNanos) {}
+
+  /**
+   * A peer's request that {@link #peerDecodeStarted} reported was closed: it no longer decodes on {@code worker}.
+   *
+   * @param worker the worker
+   * @param arrivedAtNanos when the booking arrived, on this router's clock
+   * @param firstTokenAtNanos when its first token arrived, on this router's clock
+   */
+  default void peerDecodeEnded(WorkerId worker, long arrivedAtNanos, long firstTokenAtNanos) {}
 }

@@ -128,7 +128,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double serviceNanos = Double.NaN;
     double footprint = 1; // engine-reported pinned blocks over the router's booked blocks
     /**
-     * This router's requests decoding here (first token seen, not closed), the sum of their booking times less
+     * The requests decoding here (first token seen, not closed; this router's and, through {@link PeerLearning},
+     * its peers'), the sum of their booking times less
      * {@code decodeEpoch} and the sum of their first-token times (from booking): their summed decode age at {@code t}
      * is {@code decoding x (t - epoch) - bookedSum - firstTokenSum} (see {@link #decodeAgeSeconds}).
      */
@@ -1025,7 +1026,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     return Math.max(average, booked * m.growthFootprint + m.outputRate * decodeAgeSeconds(m, nowNanos));
   }
 
-  /** The summed decode age, in seconds, of this router's requests decoding on the worker at {@code nowNanos}. */
+  /** The summed decode age, in seconds, of the requests decoding on the worker at {@code nowNanos}. */
   static double decodeAgeSeconds(Model m, long nowNanos) {
     if (m.decoding == 0) {
       return 0;
@@ -1377,6 +1378,46 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     observeFirstToken(m, queuedPrefillTokens + prefillTokens, activeRequests, elapsedNanos);
   }
 
+  /**
+   * A peer's request decodes on the worker as the router's own do: its decode age counts in the worker's, so that
+   * every replica prices the same growth from the same engine report (see {@link #learnGrowth}).
+   */
+  @Override
+  public synchronized void peerDecodeStarted(WorkerId worker, long arrivedAtNanos, long firstTokenAtNanos) {
+    Model m = models.get(worker);
+    if (m != null) {
+      decodeStarted(m, arrivedAtNanos, firstTokenAtNanos - arrivedAtNanos);
+    }
+  }
+
+  /** A peer's decoding request closed: its first-token time is known here, so it is taken off exactly. */
+  @Override
+  public synchronized void peerDecodeEnded(WorkerId worker, long arrivedAtNanos, long firstTokenAtNanos) {
+    Model m = models.get(worker);
+    if (m != null && m.decoding > 0) {
+      decodeEnded(m, arrivedAtNanos, firstTokenAtNanos - arrivedAtNanos);
+    }
+  }
+
+  /** A request booked at {@code bookedAt} began decoding {@code firstTokenNanos} later. */
+  private static void decodeStarted(Model m, long bookedAt, double firstTokenNanos) {
+    if (m.decoding == 0) {
+      m.decodeEpoch = bookedAt;
+      m.decodeBookedSum = 0;
+      m.decodeFirstTokenSum = 0;
+    }
+    m.decoding++;
+    m.decodeBookedSum += bookedAt - m.decodeEpoch;
+    m.decodeFirstTokenSum += firstTokenNanos;
+  }
+
+  /** A decoding request booked at {@code bookedAt}, {@code firstTokenNanos} before its first token, closed. */
+  private static void decodeEnded(Model m, long bookedAt, double firstTokenNanos) {
+    m.decodeFirstTokenSum -= firstTokenNanos;
+    m.decodeBookedSum -= bookedAt - m.decodeEpoch;
+    m.decoding--;
+  }
+
   /** A peer's close gives the worker's service time as the router's own does. */
   @Override
   public synchronized void peerClosed(WorkerId worker, long elapsedNanos, long nowNanos) {
@@ -1393,14 +1434,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     m.prefillStartedAt = m.lastStepEndAt; // the step that ended this prefill starts the next queued one
     if (!routing.decodeCounted) {
       routing.decodeCounted = true;
-      if (m.decoding == 0) {
-        m.decodeEpoch = routing.bookedAtNanos;
-        m.decodeBookedSum = 0;
-        m.decodeFirstTokenSum = 0;
-      }
-      m.decoding++;
-      m.decodeBookedSum += routing.bookedAtNanos - m.decodeEpoch;
-      m.decodeFirstTokenSum += elapsedNanos;
+      decodeStarted(m, routing.bookedAtNanos, elapsedNanos);
     }
     // The queued tokens are those the cost counted (noted at selection): the fit regresses on what it predicts.
     observeFirstToken(m, routing.queuedPrefillTokens() + ownPrefillTokens(routing), routing.activeAtAdmission(),
@@ -1440,9 +1474,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       // The handle keeps no first-token time (a long would add 8 bytes to every handle): the closing request's is
       // taken to be the mean of those decoding, a few tens of milliseconds against decode ages of seconds.
       routing.decodeCounted = false;
-      m.decodeFirstTokenSum -= m.decodeFirstTokenSum / m.decoding;
-      m.decodeBookedSum -= routing.bookedAtNanos - m.decodeEpoch;
-      m.decoding--;
+      decodeEnded(m, routing.bookedAtNanos, m.decodeFirstTokenSum / m.decoding);
     }
     closed(routing.workerId(), routing.bookedAtNanos, elapsedNanos);
   }

@@ -79,6 +79,8 @@ final class RemoteBookings implements RemoteLoad {
     long arrivedAt;
     long queuedAtArrival;
     int activeAtArrival;
+    // When its first token arrived (a noted booking's, as the policy was told); Long.MIN_VALUE before.
+    long firstTokenAt = Long.MIN_VALUE;
 
     Booking(String replica, long id, WorkerId worker, long prefill, int blocks, long[] keys, boolean noted,
         int warmBlocks, long warmKey, boolean newPrefix) {
@@ -325,6 +327,9 @@ final class RemoteBookings implements RemoteLoad {
         if (b.noted && learning != null && b.state != null && b.state.registered) {
           long now = ticker.read();
           learning.peerClosed(b.worker, now - b.arrivedAt, now);
+          if (b.firstTokenAt != Long.MIN_VALUE) {
+            learning.peerDecodeEnded(b.worker, b.arrivedAt, b.firstTokenAt);
+          }
         }
         if (bookings.isEmpty()) {
           byReplica.remove(p.replica);
@@ -338,8 +343,11 @@ final class RemoteBookings implements RemoteLoad {
           if (learning != null) {
             learning.peerStepEnded(b.worker, ticker.read());
             if (b.noted) {
+              long now = ticker.read();
               learning.peerFirstToken(b.worker, b.queuedAtArrival, b.activeAtArrival, b.prefill,
-                  ticker.read() - b.arrivedAt);
+                  now - b.arrivedAt);
+              b.firstTokenAt = now;
+              learning.peerDecodeStarted(b.worker, b.arrivedAt, now);
             }
           }
         }

@@ -123,6 +123,44 @@ class PeerLearningTest {
     }
   }
 
+  /**
+   * A peer's decoding request counts in a replica's decode age of the worker as the owner's own does, so both price
+   * the same growth from one engine report: booked at 0 with its first token at 10 ms, it has decoded 1.0 s at
+   * 1.01 s in both replicas' counts (the deltas delivered at once, so the peer saw the booking and the first token
+   * when the owner did), and once closed it counts in neither.
+   */
+  @Test
+  void aPeersDecodingRequestCountsInTheDecodeAgeAsTheOwnersOwn() {
+    FakeTicker ticker = new FakeTicker();
+    QueuePort p0 = new QueuePort("r0", true);
+    QueuePort p1 = new QueuePort("r1", true);
+    PredictedTtftPolicy owner = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    PredictedTtftPolicy peer = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    Router r0 = Router.newBuilder().policy(owner).ticker(ticker).randomSeed(1).sharedLoad(p0).build();
+    Router r1 = Router.newBuilder().policy(peer).ticker(ticker).randomSeed(1).sharedLoad(p1).build();
+    WorkerId w = WORKERS.get(0);
+    for (Router r : List.of(r0, r1)) {
+      r.addWorker(Worker.of(w));
+      r.reportEventStream(w, EventStreamState.LIVE);
+    }
+    p0.peers.add(p1.own);
+    p1.peers.add(p0.own);
+    r1.select(Fixtures.prompt(2, BLOCK * 4)).close(); // the peer has a model of the worker, as after any selection
+    p1.deliver();
+    Routing routing = r0.select(Fixtures.prompt(1, BLOCK * 8));
+    p0.deliver();
+    ticker.advance(Duration.ofMillis(10));
+    routing.firstToken();
+    p0.deliver();
+    long at = ticker.read() + 1_000_000_000L;
+    assertEquals(1.0, owner.decodeAgeSeconds(w, at), 1e-9);
+    assertEquals(1.0, peer.decodeAgeSeconds(w, at), 1e-9);
+    routing.close();
+    p0.deliver();
+    assertEquals(0.0, owner.decodeAgeSeconds(w, at), 0.0);
+    assertEquals(0.0, peer.decodeAgeSeconds(w, at), 0.0);
+  }
+
   @Test
   void aNoteLongerThanItsBookingIsRefused() {
     Router r = Router.newBuilder().policy(RouterPolicy.cacheAffinity()).build();
