@@ -36,7 +36,7 @@ for POLICY in approximate kvAware; do
   run java -Xms3g -Xmx3g $PROPS -cp $JAR io.kvroute.jmh.SyncAb $POLICY 2000 300000 40 20000 NONE NATSP
 done
 
-# The same layout under JMH (the "thread cpu" lines are the measured thread's CPU per request).  (~2 min)
+# The same layout under JMH (the "thread cpu" lines are the measured thread's CPU per request).  (about 50 s)
 section "SharedLoadBenchmark.select, peer=PROCESS, pinned"
 run java -jar $JAR 'SharedLoadBenchmark.select$' -p peer=PROCESS -p peerRate=2000 -f 1 -wi 3 -w 1s -i 5 -r 1s \
     -jvmArgsAppend "-Xms1g -Xmx1g $PROPS"
