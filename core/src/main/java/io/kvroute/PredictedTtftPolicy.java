@@ -34,7 +34,9 @@ import java.util.Objects;
  *       {@code learnFullFromReport}), and is assumed to be until then (see {@code memoryCapacity}); the pinned
  *       blocks are the router's bookings
  *       times a footprint learned from the engine's reported KV usage against the bookings at the report's instant
- *       (outputs and partial blocks are not booked; learned when the report arrives, see {@link #loadReported}).
+ *       (outputs and partial blocks are not booked; learned when the report arrives, see {@link #loadReported}),
+ *       or, where the worker's decoding requests have grown more output than that average holds, the bookings plus
+ *       their decode age times an output rate fitted to the same reports (see {@link #pinnedBlocks}).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
  *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
