@@ -1074,7 +1074,11 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * blocks, the average predicting 79) was predicted 571 blocks of 584 with the next request, was full, and preempted
    * (6 workers, c16, 12 kinds, seed 2: p99 465 ms against kvAware's 79). The same reports as the footprint are used
    * (cache known full, nothing waiting, more booked than a mean prompt); {@code f} is kept within [1, 4] as the
-   * footprint is, {@code r} at 0 or more, and the fit is used once booked blocks and decode age are not collinear.
+   * footprint is, {@code r} at 0 or more, and the fit is used once booked blocks and decode age are not collinear
+   * and where it finds growth ({@link #pinnedBlocks}). Its window is twice the footprint's (16 reports at the default
+   * learning window of 64, where the footprint moves by 8 / 64 per report): two parameters need more reports to
+   * separate than one ratio does, and at one report a second a worker's rate is still followed within a quarter
+   * minute.
    */
   static void learnGrowth(EngineLoad load, Model m, long booked, double promptBlocks, int learningWindow) {
     if (!m.filled || load.waiting() > 0 || booked <= promptBlocks) {
@@ -1528,7 +1532,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     return m == null ? Double.NaN : m.memoryBound;
   }
 
-  /** The summed decode age, in seconds, of this router's requests decoding on a worker; for tests. */
+  /** The summed decode age, in seconds, of the requests decoding on a worker (this router's and peers'); for tests. */
   synchronized double decodeAgeSeconds(WorkerId worker, long nowNanos) {
     Model m = models.get(worker);
     return m == null ? Double.NaN : decodeAgeSeconds(m, nowNanos);

@@ -992,10 +992,10 @@ class PredictedTtftPolicyTest {
   /**
    * The growth fit recovers an engine that pins 1.05 blocks per booked block plus 7 blocks per second of decode age
    * from reports whose bookings and ages vary independently (noise-free, so least squares is exact); a worker is
-   * priced the larger of that and the average footprint's estimate. An engine
-   * whose pins are all in its bookings (no growth) gives a rate of 0 and its footprint, and is then priced by the
-   * average footprint; a footprint under 1 is taken as 1 with the rate refitted; while bookings and age move together (one report) the fit stays undetermined and
-   * the average footprint prices memory.
+   * priced the larger of that and the average footprint's estimate. An engine whose pins are all in its bookings
+   * (no growth) gives a rate of 0 and its footprint, and is then priced by the average footprint; a footprint under
+   * 1 is taken as 1 with the rate refitted; while bookings and age move together (one report) the fit stays
+   * undetermined and the average footprint prices memory.
    */
   @Test
   void theGrowthFitSeparatesTheFootprintPerBookedBlockFromTheOutputRate() {
