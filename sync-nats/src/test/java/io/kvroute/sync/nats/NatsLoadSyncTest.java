@@ -26,6 +26,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -161,8 +162,8 @@ class NatsLoadSyncTest {
     }
     // leastLoaded spreads a's three requests 2/1 (or 1/2); b must see exactly those.
     int onW0 = a.seenOn(W0);
-    await(5, "b sees a's three bookings", () -> b.seenTotal() == 3);
-    assertEquals(onW0, b.seenOn(W0));
+    // Both awaited: a snapshot of a answering b's join replaces a's bookings at b one by one while b applies it.
+    await(5, "b sees a's three bookings where a booked them", () -> b.seenTotal() == 3 && b.seenOn(W0) == onW0);
     // b's next request goes to the worker a loaded less.
     WorkerId lighter = onW0 < 3 - onW0 ? W0 : W1;
     try (Routing r = b.router.select(prompt(9, 100))) {
@@ -247,31 +248,50 @@ class NatsLoadSyncTest {
     Replica b = replica("b", approximate, NATS.server().url());
     awaitMesh(5);
     // a's booking records in a's publish order, and SNAPSHOT where a began a snapshot (it clears its dictionary
-    // just before the first part, so a record after the mark cannot refer to a prefix published before it).
+    // just before the first part, so no record after the mark refers to a prefix published before it).
     List<String> fromA = new CopyOnWriteArrayList<>();
+    AtomicLong seqFromA = new AtomicLong();
     try (Connection raw = Nats.connect(NATS.server().url())) {
       raw.createDispatcher(m -> {
         Frame f = new Frame();
         FrameCodec.decode(m.getData(), f);
-        if (f.replica.equals("a") && f.kind == Frame.SNAPSHOT && f.part == 0) {
+        if (!f.replica.equals("a")) {
+          return;
+        }
+        if (f.kind == Frame.SNAPSHOT && f.part == 0) {
           fromA.add(SNAPSHOT);
-        } else if (f.replica.equals("a") && f.kind == Frame.DELTAS) {
+        } else if (f.kind == Frame.DELTAS) {
           for (int i = 0; i < f.recordCount; i++) {
             if (FrameCodecPropertyTest.books(f.tags[i])) {
               fromA.add(f.tags[i] + "/" + f.refBlocks[i] + "/" + f.keyCount[i]);
             }
           }
         }
+        seqFromA.set(f.seq);
       }).subscribe(subject);
       raw.flush(Duration.ofSeconds(5));
       // The join handshake can still be under way: a answers each snapshot request b sent before a's snapshot
-      // reached it (the one at connect, one when b first heard of a, one per 250 ms after that until synced, more
-      // under load), and each such snapshot rightly makes a's next prompt whole. An attempt one falls into checks
-      // just that and is repeated with a new prefix; b asks no more once it holds a snapshot of a, so a few do.
+      // reached it (one at connect, one when b first heard of a, one per 250 ms after that until synced), and such
+      // a snapshot rightly makes a's next prompt whole, and replaces a's bookings at b while b applies it. So an
+      // attempt that fails with a snapshot of a among its frames is repeated on a new prefix (b asks no more once
+      // it holds a snapshot of a); one without fails the test, as does a fifth disturbed one.
       int[] second = null;
       for (int attempt = 0; second == null; attempt++) {
-        assertTrue(attempt < 5, "a snapshot of a fell into each of 5 attempts: " + fromA);
-        second = renewalAttempt(a, b, fromA, attempt);
+        int from = fromA.size();
+        try {
+          second = renewalAttempt(a, b, fromA, from, attempt);
+        } catch (AssertionError e) {
+          long published = a.sync.stats().sequence();
+          await(5, "the plain client received a's frames", () -> seqFromA.get() >= published);
+          if (attempt == 4 || !fromA.subList(from, fromA.size()).contains(SNAPSHOT)) {
+            throw e;
+          }
+          System.out.println("renewal attempt " + attempt + " disturbed by a snapshot of a, repeated: " + e);
+          a.open.forEach(Routing::close);
+          a.open.clear();
+          a.sync.flush();
+          await(5, "b sees a's closes", () -> b.remoteOpen() == 0);
+        }
       }
       long snapshots = a.sync.stats().snapshotsSent();
       raw.publish(subject, FrameCodec.control(Frame.SNAPSHOT_REQUEST, "probe", 1, 1, ""));
@@ -295,29 +315,12 @@ class NatsLoadSyncTest {
     return out;
   }
 
-  /** Whether a snapshot mark lies between the booking records {@code k - 1} and {@code k} counted from {@code from}. */
-  private static boolean snapshotBefore(List<String> fromA, int from, int k) {
-    int seen = 0;
-    boolean marked = false;
-    for (String s : fromA.subList(from, fromA.size())) {
-      if (s.equals(SNAPSHOT)) {
-        marked = seen == k;
-      } else if (seen++ == k) {
-        return marked;
-      }
-    }
-    throw new AssertionError("no record " + k + " in " + fromA);
-  }
-
-  /**
-   * One run of the renewal scenario on a new prefix; returns its second prompt, or null when a snapshot of a came
-   * between its records (after checking that the record after it is whole), with a's bookings closed at b again.
-   */
-  private int[] renewalAttempt(Replica a, Replica b, List<String> fromA, int attempt) throws InterruptedException {
+  /** One run of the renewal scenario on a new prefix, its records from {@code from} on; returns its second prompt. */
+  private int[] renewalAttempt(Replica a, Replica b, List<String> fromA, int from, int attempt)
+      throws InterruptedException {
     int[] prefix = prompt(42 + attempt, 16 * 64);
     int[] first = io.kvroute.testkit.Fixtures.concat(prefix, prompt(1, 16 * 8));
     int[] second = io.kvroute.testkit.Fixtures.concat(prefix, prompt(2, 16 * 8));
-    int from = fromA.size();
     a.book(first).close();
     a.sync.flush();
     await(5, "the whole prediction", () -> records(fromA, from).size() == 1);
@@ -326,13 +329,10 @@ class NatsLoadSyncTest {
     a.sync.flush();
     long sent = a.sync.stats().sequence();
     await(5, "the renewal", () -> records(fromA, from).size() == 2);
-    if (snapshotBefore(fromA, from, 1)) {
-      return discard(a, b, fromA, from, 1);
-    }
     assertEquals(Frame.RENEW + "/64/8", records(fromA, from).get(1),
         "the shared 64 blocks by reference, the 8 new ones");
-    // Every frame a published up to the renewal, the first prompt's close included: until b applied that, b would
-    // count the first prompt's booking on the renewal's worker, and the probe would rightly go to the idle one.
+    // Every frame a published up to the renewal, the first prompt's close included: until b applied that close, b
+    // would count the first prompt's booking on the renewal's worker, and its probe would rightly go to the idle one.
     await(5, "b received a's frames", () -> b.sync.stats().peers().getOrDefault("a", 0L) >= sent);
     assertEquals(1, b.seenOn(renewed.workerId()), "b books the renewal");
     io.kvroute.RouteRequest explain = io.kvroute.RouteRequest.newBuilder(second).explain(true).build();
@@ -346,20 +346,8 @@ class NatsLoadSyncTest {
     a.book(second);
     a.sync.flush();
     await(5, "a repeat", () -> records(fromA, from).size() == 3);
-    if (snapshotBefore(fromA, from, 2)) {
-      return discard(a, b, fromA, from, 2);
-    }
     assertEquals(Frame.RENEW + "/72/0", records(fromA, from).get(2), "a prompt repeated whole is all reference");
     return second;
-  }
-
-  private int[] discard(Replica a, Replica b, List<String> fromA, int from, int k) throws InterruptedException {
-    assertEquals(Frame.BOOK_PREDICTED + "/0/72", records(fromA, from).get(k), "whole after a snapshot: " + fromA);
-    a.open.forEach(Routing::close);
-    a.open.clear();
-    a.sync.flush();
-    await(5, "b sees a's closes", () -> b.remoteOpen() == 0);
-    return null;
   }
 
   /**
@@ -525,8 +513,10 @@ class NatsLoadSyncTest {
     }
     await(5, "b sees 300", () -> b.seenTotal() == 300);
     Replica late = new Replica("late", RouterPolicy.leastLoaded(), NATS.server().url(), 4096);
-    await(5, "the late joiner sees a's 300 from a's snapshot", () -> late.seenTotal() == 300);
-    assertEquals(a.seenOn(W0), late.seenOn(W0));
+    // Where a booked them: awaited too, since a second snapshot of a (answering another of the late joiner's
+    // requests) replaces the first booking by booking while it is applied.
+    await(5, "the late joiner sees a's 300 from a's snapshot, where a booked them",
+        () -> late.seenTotal() == 300 && late.seenOn(W0) == a.seenOn(W0));
   }
 
   /**
@@ -600,7 +590,10 @@ class NatsLoadSyncTest {
     a.sync.firstToken(first + 100);
     a.sync.closed(droppedId); // the dropped booking's release: nobody counts it
     a.sync.flush();
-    await(5, "b sees a's bookings but the 100 closed", () -> b.remoteOpen() == open - 100);
+    // Every frame of that flush: on its way up b's count passes open - 100 before the closes apply.
+    long sent = a.sync.stats().sequence();
+    await(5, "b received a's frames", () -> b.sync.stats().peers().getOrDefault("a", 0L) >= sent);
+    assertEquals(open - 100, b.remoteOpen(), "b sees a's bookings but the 100 closed");
     assertEquals(open - 100, b.seenTotal());
     assertEquals(256L * (open - 101), b.router.pendingPrefillTokens(W0) + b.router.pendingPrefillTokens(W1),
         "one first token released its prefill");
