@@ -66,7 +66,7 @@ final class Drift implements RouterListener {
       for (int r = 0; r < n; r++) {
         v[r] = number(field(policies[r], f));
       }
-      add(f, spread(v));
+      add(f, spread(v), mean(v));
     }
     @SuppressWarnings("unchecked")
     Map<Object, Object> first = (Map<Object, Object>) field(policies[0], "models");
@@ -88,7 +88,7 @@ final class Drift implements RouterListener {
           flag = o instanceof Boolean;
           v[r] = number(o);
         }
-        add("worker." + f, flag ? disagree(v) : spread(v));
+        add("worker." + f, flag ? disagree(v) : spread(v), mean(v));
       }
       add("worker.warm.size", spread(sizes(models)));
     }
@@ -103,12 +103,28 @@ final class Drift implements RouterListener {
   }
 
   private void add(String name, double spread) {
+    add(name, spread, Double.NaN);
+  }
+
+  private void add(String name, double spread, double mean) {
     if (Double.isNaN(spread)) {
       return;
     }
-    double[] s = sums.computeIfAbsent(name, k -> new double[2]);
+    double[] s = sums.computeIfAbsent(name, k -> new double[4]);
     s[0] += spread;
     s[1]++;
+    if (!Double.isNaN(mean)) {
+      s[2] += mean;
+      s[3]++;
+    }
+  }
+
+  private static double mean(double[] v) {
+    double sum = 0;
+    for (double x : v) {
+      sum += x;
+    }
+    return sum / v.length;
   }
 
   /** {@code (max - min) / mean |v|}; 0 if all equal; NaN if any is NaN or unset (Long.MIN_VALUE). */
@@ -156,9 +172,13 @@ final class Drift implements RouterListener {
   /** Adds this run's mean spreads to {@code totals}. */
   void addTo(Map<String, double[]> totals) {
     sums.forEach((k, s) -> {
-      double[] t = totals.computeIfAbsent(k, x -> new double[2]);
+      double[] t = totals.computeIfAbsent(k, x -> new double[4]);
       t[0] += s[0] / s[1];
       t[1]++;
+      if (s[3] > 0) {
+        t[2] += s[2] / s[3];
+        t[3]++;
+      }
     });
   }
 
@@ -166,6 +186,7 @@ final class Drift implements RouterListener {
   static void print(Map<String, double[]> totals, PrintStream out, String label) {
     out.printf(Locale.ROOT, "drift %s (mean spread across replicas, (max-min)/mean, flags: 0/1 disagreement):%n",
         label);
-    totals.forEach((k, t) -> out.printf(Locale.ROOT, "  %-26s %.4f%n", k, t[0] / t[1]));
+    totals.forEach((k, t) -> out.printf(Locale.ROOT, "  %-26s %.4f  (mean value %.4g)%n", k, t[0] / t[1],
+        t[3] > 0 ? t[2] / t[3] : Double.NaN));
   }
 }

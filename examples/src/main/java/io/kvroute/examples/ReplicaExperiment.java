@@ -184,7 +184,7 @@ public final class ReplicaExperiment {
       long[] bytesAtStart = new long[1];
       WarmTtft warmTtft = new WarmTtft(options.concurrency, options.requests);
       Collisions[] collisions = new Collisions[1];
-      Drift drift = options.drift && replicas > 1 ? new Drift(replicas, options.concurrency) : null;
+      Drift drift = options.drift ? new Drift(replicas, options.concurrency) : null;
       Simulation.Builder simulation = Simulation.newBuilder()
           .engine(engine)
           .workers(options.workers)
@@ -192,6 +192,7 @@ public final class ReplicaExperiment {
           .requests(options.requests)
           .workload(workload)
           .clientJitter(Duration.ofNanos(options.clientJitterNanos), seed * 0x9E3779B97F4A7C15L)
+          .clientStart(Duration.ofNanos(options.clientStartNanos))
           .replicas(replicas)
           .router(ticker -> {
             int r = built.getAndIncrement();
@@ -610,6 +611,8 @@ public final class ReplicaExperiment {
         "                            one NATS delivery)",
         "  --client-jitter-ms 1      each client waits uniformly up to this long before each request (0: clients",
         "                            send the instant their previous request finished, all starting at time 0)",
+        "  --client-start-ms 0       clients send their first request uniformly within this span (0: after the",
+        "                            client jitter, all within it of time 0)",
         "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)",
         "  --shared-policy true      one policy instance for all replicas: its learned state shared at once (a bound",
         "                            for sharing it, not a deployment)",
@@ -634,6 +637,7 @@ public final class ReplicaExperiment {
     List<String> syncModes = List.of("none", "nats");
     long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
     long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
+    long clientStartNanos;
     boolean linger = true;
     long natsLatencyNanos = DEFAULT_NATS_LATENCY.toNanos();
     @Nullable String natsUrl;
@@ -678,6 +682,7 @@ public final class ReplicaExperiment {
         }
         case "--nats-latency-ms" -> natsLatencyNanos = Cli.millisAsNanos(value, arg, true);
         case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
+        case "--client-start-ms" -> clientStartNanos = Cli.millisAsNanos(value, arg, true);
         case "--nats-url" -> natsUrl = value;
         case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);
         case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
