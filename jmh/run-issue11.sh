@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11's select() target with the peer replica in a JVM of its own (about 6 minutes on 2 cores): sync off
+# Issue 11's select() target with the peer replica in a JVM of its own (about 75 seconds on 2 cores): sync off
 # against sync on, measured thread CPU per request, with nats-server and the peer process pinned to CPU 1 and the
 # measured thread alone on CPU 0. Run from the repository root on a quiet machine; output to stdout and
 # jmh/target/issue11-<date>.txt. Read "NATSP - NONE per round" (SyncAb) and the "thread cpu" lines (JMH).
@@ -30,13 +30,13 @@ run java -version
 nproc
 
 # Same-JVM interleaved A/B (thread CPU), the peer (2,000 req/s) in its own process: NONE is one router routing
-# both clients, NATSP two replicas over nats-server. Both policies.  (~2 min each)
+# both clients, NATSP two replicas over nats-server. Both policies.  (about 15 s each)
 for POLICY in approximate kvAware; do
   section "SyncAb $POLICY: NONE against NATSP (peer process), pinned"
   run java -Xms3g -Xmx3g $PROPS -cp $JAR io.kvroute.jmh.SyncAb $POLICY 2000 300000 40 20000 NONE NATSP
 done
 
-# The same layout under JMH (the "thread cpu" lines are the measured thread's CPU per request).  (~2 min)
+# The same layout under JMH (the "thread cpu" lines are the measured thread's CPU per request).  (about 50 s)
 section "SharedLoadBenchmark.select, peer=PROCESS, pinned"
 run java -jar $JAR 'SharedLoadBenchmark.select$' -p peer=PROCESS -p peerRate=2000 -f 1 -wi 3 -w 1s -i 5 -r 1s \
     -jvmArgsAppend "-Xms1g -Xmx1g $PROPS"

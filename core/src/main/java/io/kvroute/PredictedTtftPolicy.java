@@ -518,13 +518,16 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     copied[i] = 0;
     // The blocks booked there before this request (its active requests' blocks, counted once).
     long booked = c.decodeBlocks(i) - (c.requestBlocks() - c.activeOverlapBlocks(i));
+    // This request's blocks not pinned there yet by active requests (see sharedWithActive).
+    int newBlocks = c.requestBlocks() - sharedWithActive(c.activeOverlapBlocks(i), c.gpuOverlapBlocks(i),
+        c.requestBlocks());
     if (!Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
       // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
       // holder (a request's own tail and output with it, a shared prefix with the last request sharing it). The
       // cache holds at least the largest tree seen; until it is known to be full, that is also the size assumed
       // (see memoryCapacity).
-      double pinned = c.decodeBlocks(i) * m.footprint;
+      double pinned = (booked + newBlocks) * m.footprint;
       double over = pinned - memoryCapacity(m);
       boolean modelled = active > 0 && !treeHoldsItsBookingsBeforeAnyReport(c, i, m, booked);
       copied[i] = Math.max(0, bestHit - hit) * m.footprint;
@@ -535,7 +538,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       if (modelled && over > 0) {
         double finishes = atLeastOneFinish(finishing(c, i, active, (m.footprint - 1) * booked, over));
         ttft += finishes * m.serviceNanos / active;
-        excess[i] = Math.min(over, (c.requestBlocks() - c.activeOverlapBlocks(i)) * m.footprint);
+        excess[i] = Math.min(over, newBlocks * m.footprint);
       }
     }
     // The head of the queue computes only if the engine has memory for what it was sent: with more booked there
@@ -893,6 +896,28 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    */
   private static double memoryCapacity(Model m) {
     return m.maxCached;
+  }
+
+  /**
+   * The leading blocks of a request of {@code count} blocks that a worker's active requests already pin, from the
+   * booking digest's matched depth {@code depth} ({@link LoadTracker#activeDepth}) and the index's exact GPU
+   * overlap {@code gpuOverlap}. The digest checks only every {@link LoadTracker#SAMPLE}th block and the last, so a
+   * prefix an active request shares that ends between two checked blocks matches only up to the first of them, and
+   * up to {@code SAMPLE - 1} blocks the worker does pin were counted as this request's new ones. Where the digest
+   * matched a checked block and the worker's GPU holds the prompt beyond it, the blocks before the next checked
+   * block (which did not match, so no active request holds the prefix through it) are taken as pinned, as far as
+   * the GPU holds them: an active request holds the prefix through the matched block, and a prefix's blocks
+   * after it are cached there. With nothing matched there is no active request of the prefix to count on (the
+   * GPU's copy may be a warm prefix nobody pins). Without this, a request joining a holder whose active requests
+   * share a prefix ending inside a stride was predicted to pin up to 7 more blocks than it does, enough for a
+   * whole finish of memory wait (a service time) at a worker with room.
+   */
+  static int sharedWithActive(int depth, int gpuOverlap, int count) {
+    if (depth <= 0 || depth >= count || gpuOverlap <= depth) {
+      return Math.max(0, depth);
+    }
+    int nextChecked = Math.min(depth + LoadTracker.SAMPLE - 1, count - 1);
+    return Math.min(gpuOverlap, nextChecked);
   }
 
   /**

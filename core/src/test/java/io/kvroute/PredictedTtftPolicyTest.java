@@ -438,6 +438,56 @@ class PredictedTtftPolicyTest {
   }
 
   /**
+   * The booking digest checks blocks 7, 15, 23, ... and the last one. A's one active request is 95 blocks long and
+   * shares the prompt's first 30 blocks, a prefix ending between the checked blocks 23 and 31: the digest matches
+   * the prompt to depth 24, and this request in fact pins only its last 2 blocks anew at A. A's largest tree is 100
+   * blocks and it has reported (so the tree bounds the memory wait's cache size); a 2 ms step and a 1 s service
+   * time are learned. With the index showing A's GPU holding the 30 blocks, 95 + 2 = 97 blocks fit in 100: no wait,
+   * and A's 2 + 0.01 x 32 = 2.32 ms beats B's cold 7.12. Counting the digest's 8 new blocks, 103 would exceed the
+   * cache and A would wait a service time. Where A's GPU holds only the 24 blocks the digest matched, nothing says
+   * blocks 24-29 are pinned there: 8 new blocks, a memory wait, and B wins.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void blocksAnActiveRequestSharesBetweenTwoCheckedBlocksAreNotCountedAsNew(long seed) {
+    LoadTracker load = new LoadTracker();
+    load.activate(0, 1);
+    long[] active = BlockHasher.of(16).sequenceHashes(
+        Fixtures.concat(java.util.Arrays.copyOf(PROMPT, 30 * 16), Fixtures.prompt(99, 65 * 16)));
+    load.book(0, 1, 0, active, active.length);
+    int depth = load.activeDepth(0, HASHES, HASHES.length);
+    assertEquals(24, depth, "the digest matches through checked block 23, not 31");
+    assertEquals(95, load.activeBlocks(0));
+    assertEquals(0, joinAtA(seed, depth, 30, load.activeBlocks(0)), "GPU holds 30: 2 new blocks fit");
+    assertEquals(1, joinAtA(seed, depth, 24, load.activeBlocks(0)), "GPU holds 24: 8 new blocks do not");
+  }
+
+  /** What {@code sharedWithActive} takes from the digest and the index, case by case (SAMPLE = 8). */
+  @Test
+  void sharedWithActiveReachesAtMostTheNextCheckedBlockAndTheGpuOverlap() {
+    assertEquals(30, PredictedTtftPolicy.sharedWithActive(24, 30, 32), "up to the exact overlap");
+    assertEquals(31, PredictedTtftPolicy.sharedWithActive(24, 32, 32), "the last block, checked, did not match");
+    assertEquals(39, PredictedTtftPolicy.sharedWithActive(32, 60, 100), "block 39 is checked and did not match");
+    assertEquals(24, PredictedTtftPolicy.sharedWithActive(24, 20, 32), "the GPU holds less than the digest says");
+    assertEquals(0, PredictedTtftPolicy.sharedWithActive(0, 30, 32), "no active request shares a checked block");
+    assertEquals(32, PredictedTtftPolicy.sharedWithActive(32, 32, 32), "all of it matched");
+  }
+
+  /** A one-active-request holder after a report (see the test above); B holds nothing and has 32 booked. */
+  private static int joinAtA(long seed, int depth, int gpuAtA, long bookedBeforeAtA) {
+    RouterPolicy policy = RouterPolicy.predictedTtft();
+    learnA2msStepAndAOneSecondService(policy, seed);
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, gpuAtA, gpuAtA, 100, new EngineLoad(2, 0, 0.5, 0));
+    c.add(B, 0, 0, 100, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, depth, 0, bookedBeforeAtA + HASHES.length - depth, 1);
+    c.setLoad(1, 0, 0, 32, 0);
+    return policy.select(c);
+  }
+
+  /**
    * Neither cache is known to be full, nothing is learned yet (costs in tokens). A holds 30 of the prompt's 32 blocks
    * with 500 tokens queued and one active request: 532. B's largest tree is 40 blocks; when {@code warmAtB}, 30
    * blocks of another prefix were routed to B (its warm prefixes). While B has {@code bookedB} = 100 blocks booked,
