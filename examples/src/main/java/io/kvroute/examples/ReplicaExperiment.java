@@ -152,6 +152,7 @@ public final class ReplicaExperiment {
     double[] bytes = new double[runs];
     SimEngineConfig engine = SimEngineConfig.newBuilder().numBlocks(options.blocks).build();
     Collisions.Totals totals = new Collisions.Totals();
+    Map<String, double[]> driftTotals = new LinkedHashMap<>();
     for (int run = 0; run < runs; run++) {
       long seed = options.seed + run;
       SharedPrefixWorkload workload = SharedPrefixWorkload.newBuilder().prefixKinds(kinds)
@@ -183,6 +184,7 @@ public final class ReplicaExperiment {
       long[] bytesAtStart = new long[1];
       WarmTtft warmTtft = new WarmTtft(options.concurrency, options.requests);
       Collisions[] collisions = new Collisions[1];
+      Drift drift = options.drift ? new Drift(replicas, options.concurrency) : null;
       Simulation.Builder simulation = Simulation.newBuilder()
           .engine(engine)
           .workers(options.workers)
@@ -190,6 +192,7 @@ public final class ReplicaExperiment {
           .requests(options.requests)
           .workload(workload)
           .clientJitter(Duration.ofNanos(options.clientJitterNanos), seed * 0x9E3779B97F4A7C15L)
+          .clientStart(Duration.ofNanos(options.clientStartNanos))
           .replicas(replicas)
           .router(ticker -> {
             int r = built.getAndIncrement();
@@ -209,6 +212,9 @@ public final class ReplicaExperiment {
               collisionsListener = collisions[0].forReplica(r);
             }
             RouterPolicy own = one != null ? one : policy.get();
+            if (drift != null) {
+              drift.policy(r, own);
+            }
             if (options.shareOutcomes && own instanceof RouterListener l) {
               listener = new OutcomesToPeers(listener, l, outcomeListeners);
             }
@@ -219,6 +225,9 @@ public final class ReplicaExperiment {
             }
             if (collisionsListener != null) {
               builder.listener(collisionsListener); // the router calls its listeners in order, each isolated
+            }
+            if (drift != null) {
+              builder.listener(drift);
             }
             Router router = builder.build();
             if (nats && r == replicas - 1) {
@@ -255,6 +264,9 @@ public final class ReplicaExperiment {
       if (collisions[0] != null) {
         collisions[0].addTo(totals);
       }
+      if (drift != null) {
+        drift.addTo(driftTotals);
+      }
       if (options.perRun) {
         System.out.printf(Locale.ROOT, "run kinds=%d policy=%s N=%d sync=%s seed=%d hit=%.4f p99=%.1f warmP99=%.1f%n",
             kinds, policyName, replicas, sync, seed, hit[run], p99[run], warm[run]);
@@ -265,6 +277,10 @@ public final class ReplicaExperiment {
               seed, linger.summary());
         }
       }
+    }
+    if (!driftTotals.isEmpty()) {
+      Drift.print(driftTotals, System.out, String.format(Locale.ROOT, "kinds=%d %s N=%d sync=%s", kinds, policyName,
+          replicas, sync));
     }
     if (totals.runs > 0) {
       totals.print(System.out, String.format(Locale.ROOT, "kinds=%d %s N=%d sync=%s", kinds, policyName, replicas,
@@ -595,6 +611,8 @@ public final class ReplicaExperiment {
         "                            one NATS delivery)",
         "  --client-jitter-ms 1      each client waits uniformly up to this long before each request (0: clients",
         "                            send the instant their previous request finished, all starting at time 0)",
+        "  --client-start-ms 0       clients send their first request uniformly within this span (0: after the",
+        "                            client jitter, all within it of time 0)",
         "  --nats-url URL            use this NATS server (default: start nats-server on a free loopback port)",
         "  --shared-policy true      one policy instance for all replicas: its learned state shared at once (a bound",
         "                            for sharing it, not a deployment)",
@@ -611,12 +629,15 @@ public final class ReplicaExperiment {
         "                            or copy; a join; one of the first --concurrency, the cold start), deliver every",
         "                            replica's deltas to every peer before going on",
         "  --estimate-unseen true    each router counts its own bookings younger than the sync interval once more",
-        "                            per peer (NatsLoadSync.Builder.estimateUnseenPeerBookings; off by default)");
+        "                            per peer (NatsLoadSync.Builder.estimateUnseenPeerBookings; off by default)",
+        "  --drift true              after each warm routing, how far apart the replicas' predictedTtft learned",
+        "                            state is, per quantity (see Drift; a diagnosis, read by reflection)");
 
     int[] replicas = {1, 2, 4};
     List<String> syncModes = List.of("none", "nats");
     long syncIntervalNanos = NatsLoadSync.DEFAULT_BATCH_DELAY.toNanos();
     long clientJitterNanos = DEFAULT_CLIENT_JITTER.toNanos();
+    long clientStartNanos;
     boolean linger = true;
     long natsLatencyNanos = DEFAULT_NATS_LATENCY.toNanos();
     @Nullable String natsUrl;
@@ -627,6 +648,7 @@ public final class ReplicaExperiment {
     boolean placementsLog;
     boolean estimateUnseen;
     @Nullable String deliverAtOnce;
+    boolean drift;
 
     Options() {
       super(List.of("kvAware", "approximate", "cacheAffinity"));
@@ -660,6 +682,7 @@ public final class ReplicaExperiment {
         }
         case "--nats-latency-ms" -> natsLatencyNanos = Cli.millisAsNanos(value, arg, true);
         case "--client-jitter-ms" -> clientJitterNanos = Cli.millisAsNanos(value, arg, true);
+        case "--client-start-ms" -> clientStartNanos = Cli.millisAsNanos(value, arg, true);
         case "--nats-url" -> natsUrl = value;
         case "--shared-policy" -> sharedPolicy = Boolean.parseBoolean(value);
         case "--share-outcomes" -> shareOutcomes = Boolean.parseBoolean(value);
@@ -670,6 +693,7 @@ public final class ReplicaExperiment {
           collisions |= placementsLog;
         }
         case "--estimate-unseen" -> estimateUnseen = Boolean.parseBoolean(value);
+        case "--drift" -> drift = Boolean.parseBoolean(value);
         case "--deliver-at-once" -> {
           if (!List.of("placements", "joins", "cold").contains(value)) {
             throw new IllegalArgumentException("--deliver-at-once takes placements, joins or cold but got '" + value

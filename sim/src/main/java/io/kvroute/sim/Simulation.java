@@ -64,6 +64,7 @@ public final class Simulation {
   private final List<long[]> slowdowns;
   private final long clientJitterNanos;
   private final long clientJitterSeed;
+  private final long clientStartNanos;
 
   private Simulation(Builder b) {
     this.engine = b.engine;
@@ -85,6 +86,7 @@ public final class Simulation {
     this.slowdowns = List.copyOf(b.slowdowns);
     this.clientJitterNanos = b.clientJitter.toNanos();
     this.clientJitterSeed = b.clientJitterSeed;
+    this.clientStartNanos = b.clientStart.toNanos();
   }
 
   /**
@@ -172,7 +174,7 @@ public final class Simulation {
       }
       if (arrivals == null) {
         for (int c = 0; c < concurrency; c++) {
-          schedule(clientDelay(), SEND, c, null);
+          schedule(clientStartNanos > 0 ? jitter.nextLong(clientStartNanos) : clientDelay(), SEND, c, null);
         }
       } else {
         long previous = 0;
@@ -377,6 +379,7 @@ public final class Simulation {
     private @Nullable LongSupplier timerDue;
     private @Nullable Runnable timerTask;
     private Duration clientJitter = Duration.ZERO;
+    private Duration clientStart = Duration.ZERO;
     private long clientJitterSeed;
 
     private Builder() {}
@@ -499,6 +502,21 @@ public final class Simulation {
     public Builder clientJitter(Duration max, long seed) {
       this.clientJitter = Checks.notNegative("clientJitter", max);
       this.clientJitterSeed = seed;
+      return this;
+    }
+
+    /**
+     * Closed-loop clients start within this span of virtual time: each sends its first request after a wait drawn
+     * uniformly from {@code [0, spread)} (with the {@link #clientJitter} seed) instead of the client jitter, as
+     * clients that connect over a while rather than in one instant (default zero: the first requests wait the
+     * client jitter like every later one).
+     *
+     * @param spread the exclusive upper bound of a client's first wait, in virtual time, zero or more
+     * @return this builder
+     * @throws IllegalArgumentException if {@code spread} is negative
+     */
+    public Builder clientStart(Duration spread) {
+      this.clientStart = Checks.notNegative("clientStart", spread);
       return this;
     }
 

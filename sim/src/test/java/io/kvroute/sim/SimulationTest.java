@@ -302,4 +302,40 @@ class SimulationTest {
     assertThrows(IllegalArgumentException.class,
         () -> Simulation.newBuilder().clientJitter(Duration.ofNanos(-1), 0));
   }
+
+  /**
+   * With a client start spread {@code S} the first wave is spread over {@code [0, S)} (wider than the 1 ms jitter,
+   * so some first send falls beyond it), while every later send still follows a completion by less than the jitter:
+   * the start spread changes only the first wait.
+   */
+  @Test
+  void clientStartSpreadsOnlyTheFirstWave() {
+    long jitter = 1_000_000L;
+    long spread = 200_000_000L;
+    java.util.List<Long> sends = new java.util.ArrayList<>();
+    java.util.List<Long> completions = new java.util.ArrayList<>();
+    java.util.function.Function<io.kvroute.Ticker, Router> router = ticker -> Router.newBuilder()
+        .policy(RouterPolicy.roundRobin()).ticker(ticker).listener(new io.kvroute.RouterListener() {
+          @Override
+          public void onRouted(io.kvroute.Routing routing) {
+            sends.add(ticker.read());
+          }
+
+          @Override
+          public void onClosed(io.kvroute.Routing routing, long elapsedNanos) {
+            completions.add(ticker.read());
+          }
+        }).build();
+    Simulation.newBuilder().workload(SharedPrefixWorkload.article(7, 3)).concurrency(8).requests(40)
+        .clientJitter(Duration.ofNanos(jitter), 11).clientStart(Duration.ofNanos(spread)).router(router).build()
+        .run();
+    java.util.List<Long> first = java.util.List.copyOf(sends.subList(0, 8));
+    assertTrue(first.stream().allMatch(t -> t >= 0 && t < spread), "the first wave within the spread: " + first);
+    assertTrue(first.stream().anyMatch(t -> t >= jitter), "and not all within the jitter: " + first);
+    // Each later send follows some completion by less than the jitter (closed loop: a client sends after its own).
+    for (long t : sends.subList(8, sends.size())) {
+      assertTrue(completions.stream().anyMatch(c -> c <= t && t - c < jitter), "send at " + t);
+    }
+    assertThrows(IllegalArgumentException.class, () -> Simulation.newBuilder().clientStart(Duration.ofNanos(-1)));
+  }
 }

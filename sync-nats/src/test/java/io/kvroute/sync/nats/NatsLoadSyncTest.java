@@ -26,6 +26,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -161,8 +162,8 @@ class NatsLoadSyncTest {
     }
     // leastLoaded spreads a's three requests 2/1 (or 1/2); b must see exactly those.
     int onW0 = a.seenOn(W0);
-    await(5, "b sees a's three bookings", () -> b.seenTotal() == 3);
-    assertEquals(onW0, b.seenOn(W0));
+    // Both awaited: a snapshot of a answering b's join replaces a's bookings at b one by one while b applies it.
+    await(5, "b sees a's three bookings where a booked them", () -> b.seenTotal() == 3 && b.seenOn(W0) == onW0);
     // b's next request goes to the worker a loaded less.
     WorkerId lighter = onW0 < 3 - onW0 ? W0 : W1;
     try (Routing r = b.router.select(prompt(9, 100))) {
@@ -246,53 +247,107 @@ class NatsLoadSyncTest {
     Replica a = replica("a", approximate, NATS.server().url());
     Replica b = replica("b", approximate, NATS.server().url());
     awaitMesh(5);
+    // a's booking records in a's publish order, and SNAPSHOT where a began a snapshot (it clears its dictionary
+    // just before the first part, so no record after the mark refers to a prefix published before it).
     List<String> fromA = new CopyOnWriteArrayList<>();
+    AtomicLong seqFromA = new AtomicLong();
     try (Connection raw = Nats.connect(NATS.server().url())) {
       raw.createDispatcher(m -> {
         Frame f = new Frame();
         FrameCodec.decode(m.getData(), f);
-        if (f.replica.equals("a") && f.kind == Frame.DELTAS) {
+        if (!f.replica.equals("a")) {
+          return;
+        }
+        if (f.kind == Frame.SNAPSHOT && f.part == 0) {
+          fromA.add(SNAPSHOT);
+        } else if (f.kind == Frame.DELTAS) {
           for (int i = 0; i < f.recordCount; i++) {
             if (FrameCodecPropertyTest.books(f.tags[i])) {
               fromA.add(f.tags[i] + "/" + f.refBlocks[i] + "/" + f.keyCount[i]);
             }
           }
         }
+        seqFromA.set(f.seq);
       }).subscribe(subject);
       raw.flush(Duration.ofSeconds(5));
-      int[] prefix = prompt(42, 16 * 64);
-      int[] first = io.kvroute.testkit.Fixtures.concat(prefix, prompt(1, 16 * 8));
-      int[] second = io.kvroute.testkit.Fixtures.concat(prefix, prompt(2, 16 * 8));
-      a.book(first).close();
-      a.sync.flush();
-      await(5, "the whole prediction", () -> fromA.equals(List.of(Frame.BOOK_PREDICTED + "/0/72")));
-      Routing renewed = a.book(second);
-      a.sync.flush();
-      await(5, "the renewal", () -> fromA.size() == 2);
-      assertEquals(Frame.RENEW + "/64/8", fromA.get(1), "the shared 64 blocks by reference, the 8 new ones");
-      await(5, "b books the renewal", () -> b.seenOn(renewed.workerId()) == 1);
-      io.kvroute.RouteRequest explain = io.kvroute.RouteRequest.newBuilder(second).explain(true).build();
-      try (Routing probe = b.router.select(explain)) {
-        assertEquals(72, probe.matchedBlocks(), "b predicts a's second prompt whole, its new tail included");
-        assertEquals(renewed.workerId(), probe.workerId());
-        io.kvroute.CandidateScore there = probe.explanation().stream()
-            .filter(c -> c.worker().equals(renewed.workerId())).findFirst().orElseThrow();
-        assertEquals(72, there.decodeBlocks(), "the renewal's 72 blocks, counted once with the probe's own");
+      // The join handshake can still be under way: a answers each snapshot request b sent before a's snapshot
+      // reached it (one at connect, one when b first heard of a, one per 250 ms after that until synced), and such
+      // a snapshot rightly makes a's next prompt whole, and replaces a's bookings at b while b applies it. So an
+      // attempt that fails with a snapshot of a among its frames is repeated on a new prefix (b asks no more once
+      // it holds a snapshot of a); one without fails the test, as does a fifth disturbed one.
+      int[] second = null;
+      for (int attempt = 0; second == null; attempt++) {
+        int from = fromA.size();
+        try {
+          second = renewalAttempt(a, b, fromA, from, attempt);
+        } catch (AssertionError e) {
+          long published = a.sync.stats().sequence();
+          await(5, "the plain client received a's frames", () -> seqFromA.get() >= published);
+          if (attempt == 4 || !fromA.subList(from, fromA.size()).contains(SNAPSHOT)) {
+            throw e;
+          }
+          System.out.println("renewal attempt " + attempt + " disturbed by a snapshot of a, repeated: " + e);
+          a.open.forEach(Routing::close);
+          a.open.clear();
+          a.sync.flush();
+          await(5, "b sees a's closes", () -> b.remoteOpen() == 0);
+        }
       }
-      a.book(second);
-      a.sync.flush();
-      await(5, "a repeat", () -> fromA.size() == 3);
-      assertEquals(Frame.RENEW + "/72/0", fromA.get(2), "a prompt repeated whole is all reference");
       long snapshots = a.sync.stats().snapshotsSent();
       raw.publish(subject, FrameCodec.control(Frame.SNAPSHOT_REQUEST, "probe", 1, 1, ""));
       raw.flush(Duration.ofSeconds(5));
       await(5, "a publishes a snapshot", () -> a.sync.stats().snapshotsSent() > snapshots);
+      int before = records(fromA, 0).size();
       a.book(second);
       a.sync.flush();
-      await(5, "whole again after the snapshot", () -> fromA.size() == 4);
-      assertEquals(Frame.BOOK_PREDICTED + "/0/72", fromA.get(3));
+      await(5, "whole again after the snapshot", () -> records(fromA, 0).size() == before + 1);
+      assertEquals(Frame.BOOK_PREDICTED + "/0/72", records(fromA, 0).get(before));
       await(5, "b books all of a's open bookings", () -> b.remoteOpen() == a.open.size() - 1);
     }
+  }
+
+  private static final String SNAPSHOT = "snapshot";
+
+  /** The booking records of {@code fromA} from index {@code from} on, without the snapshot marks. */
+  private static List<String> records(List<String> fromA, int from) {
+    List<String> out = new ArrayList<>(fromA.subList(from, fromA.size()));
+    out.removeIf(SNAPSHOT::equals);
+    return out;
+  }
+
+  /** One run of the renewal scenario on a new prefix, its records from {@code from} on; returns its second prompt. */
+  private int[] renewalAttempt(Replica a, Replica b, List<String> fromA, int from, int attempt)
+      throws InterruptedException {
+    int[] prefix = prompt(42 + attempt, 16 * 64);
+    int[] first = io.kvroute.testkit.Fixtures.concat(prefix, prompt(1, 16 * 8));
+    int[] second = io.kvroute.testkit.Fixtures.concat(prefix, prompt(2, 16 * 8));
+    a.book(first).close();
+    a.sync.flush();
+    await(5, "the whole prediction", () -> records(fromA, from).size() == 1);
+    assertEquals(Frame.BOOK_PREDICTED + "/0/72", records(fromA, from).get(0), "a new prefix is sent whole");
+    Routing renewed = a.book(second);
+    a.sync.flush();
+    long sent = a.sync.stats().sequence();
+    await(5, "the renewal", () -> records(fromA, from).size() == 2);
+    assertEquals(Frame.RENEW + "/64/8", records(fromA, from).get(1),
+        "the shared 64 blocks by reference, the 8 new ones");
+    // Every frame a published up to the renewal, the first prompt's close included: until b applied that close, b
+    // would count the first prompt's booking on the renewal's worker, and its probe would rightly go to the idle one.
+    await(5, "b received a's frames", () -> b.sync.stats().peers().getOrDefault("a", 0L) >= sent);
+    assertEquals(1, b.seenOn(renewed.workerId()), "b books the renewal");
+    io.kvroute.RouteRequest explain = io.kvroute.RouteRequest.newBuilder(second).explain(true).build();
+    try (Routing probe = b.router.select(explain)) {
+      assertEquals(72, probe.matchedBlocks(), "b predicts a's second prompt whole, its new tail included");
+      assertEquals(renewed.workerId(), probe.workerId());
+      io.kvroute.CandidateScore there = probe.explanation().stream()
+          .filter(c -> c.worker().equals(renewed.workerId())).findFirst().orElseThrow();
+      assertEquals(72, there.decodeBlocks(), "the renewal's 72 blocks, counted once with the probe's own");
+    }
+    a.book(second);
+    a.sync.flush();
+    await(5, "a repeat", () -> records(fromA, from).size() == 3);
+    assertEquals(Frame.RENEW + "/72/0", records(fromA, from).get(2), "a prompt repeated whole is all reference");
+    return second;
   }
 
   /**
@@ -458,8 +513,10 @@ class NatsLoadSyncTest {
     }
     await(5, "b sees 300", () -> b.seenTotal() == 300);
     Replica late = new Replica("late", RouterPolicy.leastLoaded(), NATS.server().url(), 4096);
-    await(5, "the late joiner sees a's 300 from a's snapshot", () -> late.seenTotal() == 300);
-    assertEquals(a.seenOn(W0), late.seenOn(W0));
+    // Where a booked them: awaited too, since a second snapshot of a (answering another of the late joiner's
+    // requests) replaces the first booking by booking while it is applied.
+    await(5, "the late joiner sees a's 300 from a's snapshot, where a booked them",
+        () -> late.seenTotal() == 300 && late.seenOn(W0) == a.seenOn(W0));
   }
 
   /**
@@ -533,7 +590,10 @@ class NatsLoadSyncTest {
     a.sync.firstToken(first + 100);
     a.sync.closed(droppedId); // the dropped booking's release: nobody counts it
     a.sync.flush();
-    await(5, "b sees a's bookings but the 100 closed", () -> b.remoteOpen() == open - 100);
+    // Every frame of that flush: on its way up b's count passes open - 100 before the closes apply.
+    long sent = a.sync.stats().sequence();
+    await(5, "b received a's frames", () -> b.sync.stats().peers().getOrDefault("a", 0L) >= sent);
+    assertEquals(open - 100, b.remoteOpen(), "b sees a's bookings but the 100 closed");
     assertEquals(open - 100, b.seenTotal());
     assertEquals(256L * (open - 101), b.router.pendingPrefillTokens(W0) + b.router.pendingPrefillTokens(W1),
         "one first token released its prefill");
