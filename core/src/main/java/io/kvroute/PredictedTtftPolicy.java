@@ -131,9 +131,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     double footprint = 1; // engine-reported pinned blocks over the router's booked blocks
     /**
      * The requests decoding here (first token seen, not closed; this router's and, through {@link PeerLearning},
-     * its peers'), the sum of their booking times less
-     * {@code decodeEpoch} and the sum of their first-token times (from booking): their summed decode age at {@code t}
-     * is {@code decoding x (t - epoch) - bookedSum - firstTokenSum} (see {@link #decodeAgeSeconds}).
+     * its peers'), the sum of their booking times less {@code decodeEpoch} and the sum of their first-token times
+     * (from booking): their summed decode age at {@code t} is {@code decoding x (t - epoch) - bookedSum -
+     * firstTokenSum} (see {@link #decodeAgeSeconds}).
      */
     int decoding;
     long decodeBookedSum;
