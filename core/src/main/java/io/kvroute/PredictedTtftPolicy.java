@@ -545,6 +545,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     // This request's blocks not pinned there yet by active requests (see sharedWithActive).
     int newBlocks = c.requestBlocks() - sharedWithActive(c.activeOverlapBlocks(i), c.gpuOverlapBlocks(i),
         c.requestBlocks());
+    double pinnedBefore = pinnedBlocks(m, booked, c.nowNanos()); // what the worker pins without this request
     if (!Double.isNaN(m.serviceNanos)) {
       // KV memory: blocks its active requests and this one would pin beyond the cache wait for running requests to
       // finish; they finish at about active / service time per nanosecond, and a block is freed only with its last
@@ -560,8 +561,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       // others wait for (see heldAgainstOthers).
       m.memoryBound = m.memoryBound * keep + (modelled && over - copied[i] > 0 ? 1 - keep : 0);
       if (modelled && over > 0) {
-        double finishes = atLeastOneFinish(finishing(c, i, active, pinnedBlocks(m, booked, c.nowNanos()) - booked,
-            over));
+        double finishes = atLeastOneFinish(finishing(c, i, active, pinnedBefore - booked, over));
         ttft += finishes * m.serviceNanos / active;
         excess[i] = Math.min(over, newBlocks * m.footprint);
       }
@@ -569,7 +569,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     // The head of the queue computes only if the engine has memory for what it was sent: with more booked there
     // than its cache holds, queued prompts wait for memory, and nothing is credited to them (without this, 3 workers,
     // c32, 24 kinds, seed 1: p99 4,080 -> 5,444 ms against kvAware's 3,899).
-    boolean computing = !(pinnedBlocks(m, booked, c.nowNanos()) > memoryCapacity(m));
+    boolean computing = !(pinnedBefore > memoryCapacity(m));
     double queueLeft = computing
         ? queueLeftNanos(queuedWhole, m.prefillStartedAt, c.nowNanos(), stepNanos) : queuedWhole;
     queued[i] = queueLeft / slope;

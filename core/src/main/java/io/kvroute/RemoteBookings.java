@@ -341,9 +341,9 @@ final class RemoteBookings implements RemoteLoad {
         if (b.state != null) {
           admission.load.releasePrefill(b.state.slot, b.state.generation, b.prefill);
           if (learning != null) {
-            learning.peerStepEnded(b.worker, ticker.read());
+            long now = ticker.read();
+            learning.peerStepEnded(b.worker, now);
             if (b.noted) {
-              long now = ticker.read();
               learning.peerFirstToken(b.worker, b.queuedAtArrival, b.activeAtArrival, b.prefill,
                   now - b.arrivedAt);
               b.firstTokenAt = now;
