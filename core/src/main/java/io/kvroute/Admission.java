@@ -194,6 +194,38 @@ final class Admission {
    * unseen bookings: an estimate that puts them where this replica's own went. When selections are further apart
    * than the window, no booking is young at a selection and nothing changes.
    */
+  // When this router last selected (for unseenPeerSelections); Long.MIN_VALUE before its first selection.
+  private long lastSelectionNanos = Long.MIN_VALUE;
+
+  /**
+   * The expected number of selections the peers made within the port's view delay ({@link
+   * SharedLoad#viewDelayNanos}) that this view cannot show yet; under the lock, once per selection. Behind an even
+   * load balancer each of the {@link SharedLoad#peerCount} peers routes about as often as this router, whose rate
+   * right now is one selection per gap since its previous one: {@code peers x delay / gap}. Zero for one router, for
+   * the first selection, and when selections are far apart (a gap of a second against a 100 µs delay gives 0.0003
+   * per peer).
+   */
+  double unseenPeerSelections(long nowNanos) {
+    long last = lastSelectionNanos;
+    lastSelectionNanos = nowNanos;
+    if (shared == SharedLoad.NONE || last == Long.MIN_VALUE) {
+      return 0;
+    }
+    int peers;
+    long delay;
+    try {
+      peers = shared.peerCount();
+      delay = shared.viewDelayNanos();
+    } catch (RuntimeException e) {
+      sharedThrew(e);
+      return 0;
+    }
+    if (peers <= 0 || delay <= 0) {
+      return 0;
+    }
+    return peers * (double) delay / Math.max(1, nowNanos - last);
+  }
+
   int unseenCopies(long nowNanos) {
     if (shared == SharedLoad.NONE) {
       return 0;

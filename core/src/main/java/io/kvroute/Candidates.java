@@ -111,8 +111,36 @@ public final class Candidates {
     return noteNewPrefix;
   }
 
+  // The peers' selections expected within the port's view delay, not in this view yet (Admission.unseenPeerSelections);
+  // and kvAware's scratch for placing the burst they make with this one (Policies.KvAware.burstPosition).
+  private double unseenPeerSelections;
+  private double[] burstPrefill = new double[8];
+  private double[] burstDecode = new double[8];
+
+  /** Sets the peers' selections expected that this view cannot show yet; under the lock, after {@link #admit}. */
+  void unseenPeerSelections(double expected) {
+    this.unseenPeerSelections = expected;
+  }
+
+  double unseenPeerSelections() {
+    return unseenPeerSelections;
+  }
+
+  double[] burstPrefill() {
+    if (burstPrefill.length < size) {
+      burstPrefill = new double[Math.max(size, 2 * burstPrefill.length)];
+      burstDecode = new double[burstPrefill.length];
+    }
+    return burstPrefill;
+  }
+
+  double[] burstDecode() {
+    return burstDecode;
+  }
+
   /** Called under the router's admission lock, before the loads are filled in. */
   void admit(SplittableRandom random, long nowNanos) {
+    this.unseenPeerSelections = 0;
     this.random = random;
     this.nowNanos = nowNanos;
   }

@@ -2,6 +2,7 @@ package io.kvroute;
 
 import io.kvroute.internal.Checks;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -117,7 +118,59 @@ final class Policies {
       if (temperature > 0) {
         return softmax(c, min, max, temperature);
       }
+      double unseen = c.unseenPeerSelections();
+      if (unseen > 0 && c.size() > 1) {
+        return burstPosition(c, min, weight, unseen);
+      }
       return lowestCost(c, min);
+    }
+
+    /**
+     * With peers' selections expected in the delivery window that this view cannot show ({@code unseen}), this
+     * request is one of a burst of about {@code 1 + unseen} that their replicas each decided on the same view. One
+     * router would have placed the burst one request after another, each seeing the ones before; every replica
+     * picking the view's lowest cost instead stacks the burst on one worker (herding on stale load, Mitzenmacher
+     * 2000). So the request takes a uniformly random position in the burst and goes where one router would have put
+     * the request at that position, the ones before it taken to be like this one (the view's other load is all
+     * each replica knows). Position 0 is the lowest cost; each earlier request adds its uncached prefill and its
+     * blocks to the worker it would have gone to.
+     */
+    // A bound on the burst's length: selections closer together than a microsecond would otherwise ask for
+    // thousands of positions, each a pass over the candidates.
+    static final int MAX_BURST = 256;
+
+    int burstPosition(Candidates c, double min, double weight, double unseen) {
+      int whole = (int) Math.min(unseen, MAX_BURST);
+      int positions = 1 + whole + (c.random().nextDouble() < unseen - whole ? 1 : 0);
+      int position = c.random().nextInt(positions);
+      if (position == 0) {
+        return lowestCost(c, min);
+      }
+      double[] prefill = c.burstPrefill();
+      double[] decode = c.burstDecode();
+      int n = c.size();
+      Arrays.fill(prefill, 0, n, 0);
+      Arrays.fill(decode, 0, n, 0);
+      int at = -1;
+      for (int p = 0; p <= position; p++) { // each request of the burst up to this one, where one router puts it
+        double best = Double.POSITIVE_INFINITY;
+        int ties = 0;
+        for (int i = 0; i < n; i++) {
+          double cost = c.cost(i) + weight * prefill[i] + decode[i];
+          if (cost < best) {
+            best = cost;
+            at = i;
+            ties = 1;
+          } else if (cost == best && c.random().nextInt(++ties) == 0) {
+            at = i;
+          }
+        }
+        double overlap = c.gpuOverlapBlocks(at) + config.hostOverlapCredit() * (c.overlapBlocks(at)
+            - c.gpuOverlapBlocks(at));
+        prefill[at] += Math.max(0, c.requestTokens() - overlap * c.blockSize()) / c.blockSize();
+        decode[at] += c.requestBlocks();
+      }
+      return at;
     }
 
     double cost(Candidates c, int i, double weight) {

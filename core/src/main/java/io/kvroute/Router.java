@@ -291,6 +291,7 @@ public final class Router {
           int unseenCopies = admission.unseenCopies(now);
           predictions.expire(now);
           candidates.admit(admission.random, now);
+          candidates.unseenPeerSelections(admission.unseenPeerSelections(now));
           n = retainAdmissible(candidates, candidateStates, n, now, hashes, count, unseenCopies);
           if (n > 0) {
             routing = choose(request, hashes, count, candidates, candidateStates, n, now, states, scratch);

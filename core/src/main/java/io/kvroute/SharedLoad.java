@@ -114,6 +114,20 @@ public interface SharedLoad {
   }
 
   /**
+   * How long after a booking here its peers' views typically show it (the port's batching plus its transport's
+   * delivery), for the policies' estimate of the selections the peers made that this replica's view cannot show yet
+   * (see {@link Candidates}: {@code kvAware} and {@code approximate} then place a request where one router would
+   * have placed it within the burst of selections its replica and the peers made on the same view). Independent of
+   * {@link #deliveryWindowNanos}. Called under the admission lock at every selection: it must be a cheap read and
+   * must not throw. The default, 0, estimates no unseen selection (one router, or a port that cannot tell).
+   *
+   * @return nanoseconds, zero or more
+   */
+  default long viewDelayNanos() {
+    return 0;
+  }
+
+  /**
    * The booked request produced its first token: its prefill tokens are no longer pending.
    *
    * @param bookingId the id given in {@link #booked}

@@ -258,6 +258,11 @@ final class LingerPublishing {
     }
 
     @Override
+    public long viewDelayNanos() {
+      return targets[index].viewDelayNanos();
+    }
+
+    @Override
     public String toString() {
       return "LingerPublishing.port(" + index + ")";
     }

@@ -169,6 +169,8 @@ public final class ReplicaExperiment {
               .manualFlush() // flushed in virtual time by the simulation
               .batchDelay(Duration.ofNanos(options.syncIntervalNanos)) // so the window the routers are told is it
               .estimateUnseenPeerBookings(options.estimateUnseen)
+              // what most deltas take here: published at once by a parked publisher, delivered a latency later
+              .viewDelay(Duration.ofNanos(options.burstSampling ? options.natsLatencyNanos : 0))
               .snapshotInterval(Duration.ZERO).heartbeatInterval(Duration.ofSeconds(1))
               .replicaTtl(Duration.ofSeconds(60)).build();
         }
@@ -630,6 +632,8 @@ public final class ReplicaExperiment {
         "                            replica's deltas to every peer before going on",
         "  --estimate-unseen true    each router counts its own bookings younger than the sync interval once more",
         "                            per peer (NatsLoadSync.Builder.estimateUnseenPeerBookings; off by default)",
+        "  --burst-sampling false    the routers estimate no unseen peer selections (NatsLoadSync viewDelay 0;",
+        "                            on by default: the view delay is --nats-latency-ms)",
         "  --drift true              after each warm routing, how far apart the replicas' predictedTtft learned",
         "                            state is, per quantity (see Drift; a diagnosis, read by reflection)");
 
@@ -647,6 +651,7 @@ public final class ReplicaExperiment {
     boolean collisions;
     boolean placementsLog;
     boolean estimateUnseen;
+    boolean burstSampling = true;
     @Nullable String deliverAtOnce;
     boolean drift;
 
@@ -693,6 +698,7 @@ public final class ReplicaExperiment {
           collisions |= placementsLog;
         }
         case "--estimate-unseen" -> estimateUnseen = Boolean.parseBoolean(value);
+        case "--burst-sampling" -> burstSampling = Boolean.parseBoolean(value);
         case "--drift" -> drift = Boolean.parseBoolean(value);
         case "--deliver-at-once" -> {
           if (!List.of("placements", "joins", "cold").contains(value)) {

@@ -125,6 +125,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   private final long batchNanos;
   private final boolean manualFlush;
   private final boolean estimateUnseenPeerBookings;
+  private final long viewDelayNanos;
   private final long heartbeatNanos;
   private final long ttlNanos;
   private final long snapshotNanos;
@@ -221,6 +222,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     this.replica = b.replicaName != null ? b.replicaName : defaultReplicaName();
     this.instance = ThreadLocalRandom.current().nextLong();
     this.batchNanos = b.batchDelay.toNanos();
+    this.viewDelayNanos = (b.viewDelay != null ? b.viewDelay : b.batchDelay).toNanos();
     this.manualFlush = b.manualFlush;
     this.estimateUnseenPeerBookings = b.estimateUnseenPeerBookings;
     this.heartbeatNanos = b.heartbeatInterval.toNanos();
@@ -427,6 +429,17 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
   @Override
   public long deliveryWindowNanos() {
     return estimateUnseenPeerBookings ? batchNanos : 0;
+  }
+
+  /**
+   * The {@link Builder#viewDelay}: how long a booking here typically takes to reach the peers' views, for the
+   * policies' estimate of the peers' selections this view cannot show yet (see {@link SharedLoad#viewDelayNanos}).
+   *
+   * @return nanoseconds, zero or more
+   */
+  @Override
+  public long viewDelayNanos() {
+    return viewDelayNanos;
   }
 
   @Override
@@ -1134,6 +1147,7 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
     private Duration batchDelay = DEFAULT_BATCH_DELAY;
     private boolean manualFlush;
     private boolean estimateUnseenPeerBookings;
+    private @Nullable Duration viewDelay;
     private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
     private Duration replicaTtl = DEFAULT_REPLICA_TTL;
     private Duration snapshotInterval = DEFAULT_SNAPSHOT_INTERVAL;
@@ -1217,6 +1231,24 @@ public final class NatsLoadSync implements SharedLoad, AutoCloseable {
      */
     public Builder batchDelay(Duration delay) {
       this.batchDelay = Checks.inRange("batchDelay", delay, Duration.ZERO, Duration.ofSeconds(1));
+      return this;
+    }
+
+    /**
+     * How long a booking made here typically takes to reach the peers' views (default: the {@link #batchDelay}, 100
+     * µs unless changed): a delta after a quiet period is published at once and arrives one NATS hop later (tens of
+     * microseconds on one host or LAN, more across zones), one made during a burst waits up to the batch delay. The
+     * router's {@code kvAware} and {@code approximate} policies use it to estimate how many selections the peers
+     * made that this replica's view cannot show yet, and place a request where one router would have placed it in
+     * that burst (see {@link SharedLoad#viewDelayNanos}); zero turns the estimate off. Set it to the delay you
+     * measure between your replicas.
+     *
+     * @param delay zero to one second
+     * @return this builder
+     * @throws IllegalArgumentException if negative or over a second
+     */
+    public Builder viewDelay(Duration delay) {
+      this.viewDelay = Checks.inRange("viewDelay", delay, Duration.ZERO, Duration.ofSeconds(1));
       return this;
     }
 
