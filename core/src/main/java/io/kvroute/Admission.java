@@ -181,19 +181,6 @@ final class Admission {
     youngSize--;
   }
 
-  /**
-   * How many more times a selection at {@code nowNanos} counts each of the router's own bookings younger than the
-   * port's delivery window, {@link LoadTracker#youngPrefillTokens} and {@link LoadTracker#youngRequests} (the
-   * port's {@link SharedLoad#peerCount}; 0 without a port, without peers or without a window); under the lock,
-   * before the selection reads the loads. Bookings that reached the window's age stop being young here.
-   *
-   * <p>Why the count: a peer that routes in the window decides on a view that misses this replica's young bookings,
-   * as this replica's view misses the peer's; behind a round-robin (or any even) load balancer each replica routes
-   * about as often, so while this replica's own selections come closer together than the window, each peer has
-   * made about as many selections this replica cannot see yet, from a view that differs from its own only by the
-   * unseen bookings: an estimate that puts them where this replica's own went. When selections are further apart
-   * than the window, no booking is young at a selection and nothing changes.
-   */
   // When this router last selected (for unseenPeerSelections); Long.MIN_VALUE before its first selection.
   private long lastSelectionNanos = Long.MIN_VALUE;
 
@@ -226,6 +213,19 @@ final class Admission {
     return peers * (double) delay / Math.max(1, nowNanos - last);
   }
 
+  /**
+   * How many more times a selection at {@code nowNanos} counts each of the router's own bookings younger than the
+   * port's delivery window, {@link LoadTracker#youngPrefillTokens} and {@link LoadTracker#youngRequests} (the
+   * port's {@link SharedLoad#peerCount}; 0 without a port, without peers or without a window); under the lock,
+   * before the selection reads the loads. Bookings that reached the window's age stop being young here.
+   *
+   * <p>Why the count: a peer that routes in the window decides on a view that misses this replica's young bookings,
+   * as this replica's view misses the peer's; behind a round-robin (or any even) load balancer each replica routes
+   * about as often, so while this replica's own selections come closer together than the window, each peer has
+   * made about as many selections this replica cannot see yet, from a view that differs from its own only by the
+   * unseen bookings: an estimate that puts them where this replica's own went. When selections are further apart
+   * than the window, no booking is young at a selection and nothing changes.
+   */
   int unseenCopies(long nowNanos) {
     if (shared == SharedLoad.NONE) {
       return 0;
