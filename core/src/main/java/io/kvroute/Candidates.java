@@ -114,8 +114,10 @@ public final class Candidates {
   // The peers' selections expected within the port's view delay, not in this view yet (Admission.unseenPeerSelections);
   // and kvAware's scratch for placing the burst they make with this one (Policies.KvAware.burstPosition).
   private double unseenPeerSelections;
-  private double[] burstPrefill = new double[8];
-  private double[] burstDecode = new double[8];
+  private double[] burstHead = new double[8];
+  private double[] burstStep = new double[8];
+  private int[] burstHeap = new int[8];
+  private int[] burstPassed = new int[8];
 
   /** Sets the peers' selections expected that this view cannot show yet; under the lock, after {@link #admit}. */
   void unseenPeerSelections(double expected) {
@@ -126,16 +128,27 @@ public final class Candidates {
     return unseenPeerSelections;
   }
 
-  double[] burstPrefill() {
-    if (burstPrefill.length < size) {
-      burstPrefill = new double[Math.max(size, 2 * burstPrefill.length)];
-      burstDecode = new double[burstPrefill.length];
+  double[] burstHead() {
+    if (burstHead.length < size) {
+      int length = Math.max(size, 2 * burstHead.length);
+      burstHead = new double[length];
+      burstStep = new double[length];
+      burstHeap = new int[length];
+      burstPassed = new int[length];
     }
-    return burstPrefill;
+    return burstHead;
   }
 
-  double[] burstDecode() {
-    return burstDecode;
+  double[] burstStep() {
+    return burstStep;
+  }
+
+  int[] burstHeap() {
+    return burstHeap;
+  }
+
+  int[] burstPassed() {
+    return burstPassed;
   }
 
   /** Called under the router's admission lock, before the loads are filled in. */

@@ -2,7 +2,6 @@ package io.kvroute;
 
 import io.kvroute.internal.Checks;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -146,31 +145,90 @@ final class Policies {
       if (position == 0) {
         return lowestCost(c, min);
       }
-      double[] prefill = c.burstPrefill();
-      double[] decode = c.burstDecode();
+      // Each worker's costs for the burst's copies form a rising sequence (its cost now, then one more copy's
+      // uncached prefill and blocks each), and one router placing them one after another takes the smallest of
+      // all sequences' next terms each time: the merged order. A heap of the sequences' heads pops the earlier
+      // positions in O(position x log n) instead of a pass over the candidates per position.
       int n = c.size();
-      Arrays.fill(prefill, 0, n, 0);
-      Arrays.fill(decode, 0, n, 0);
-      int at = -1;
-      for (int p = 0; p <= position; p++) { // each request of the burst up to this one, where one router puts it
-        double best = Double.POSITIVE_INFINITY;
-        int ties = 0;
-        for (int i = 0; i < n; i++) {
-          double cost = c.cost(i) + weight * prefill[i] + decode[i];
-          if (cost < best) {
-            best = cost;
-            at = i;
-            ties = 1;
-          } else if (cost == best && c.random().nextInt(++ties) == 0) {
-            at = i;
-          }
-        }
-        double overlap = c.gpuOverlapBlocks(at) + config.hostOverlapCredit() * (c.overlapBlocks(at)
-            - c.gpuOverlapBlocks(at));
-        prefill[at] += Math.max(0, c.requestTokens() - overlap * c.blockSize()) / c.blockSize();
-        decode[at] += c.requestBlocks();
+      double[] head = c.burstHead();
+      double[] step = c.burstStep();
+      int[] heap = c.burstHeap();
+      for (int i = 0; i < n; i++) {
+        double overlap = c.gpuOverlapBlocks(i) + config.hostOverlapCredit() * (c.overlapBlocks(i)
+            - c.gpuOverlapBlocks(i));
+        head[i] = c.cost(i);
+        step[i] = weight * (Math.max(0, c.requestTokens() - overlap * c.blockSize()) / c.blockSize())
+            + c.requestBlocks();
+        heap[i] = i;
       }
-      return at;
+      for (int k = n / 2 - 1; k >= 0; k--) {
+        siftDown(heap, head, n, k);
+      }
+      // Workers whose sequence held the value popped last, moved past it (each holds a value at most once).
+      int[] passed = c.burstPassed();
+      int passedCount = 0;
+      double last = Double.NaN;
+      for (int p = 0; p < position; p++) {
+        int w = heap[0];
+        double value = head[w];
+        if (value != last) {
+          last = value;
+          passedCount = 0;
+        }
+        head[w] = value + step[w];
+        if (head[w] != value) {
+          passed[passedCount++] = w;
+        }
+        siftDown(heap, head, n, 0);
+      }
+      // The request's position holds the smallest head. Under one router's uniform choice between equal costs, the
+      // copies at one value go to the workers holding it in a uniformly random order, so the one at this position
+      // is any of them alike: those still at the value, and those that passed it at the positions just before.
+      double value = head[heap[0]];
+      if (value != last) {
+        passedCount = 0;
+      }
+      int tied = passedCount;
+      for (int i = 0; i < n; i++) {
+        if (head[i] == value) {
+          tied++;
+        }
+      }
+      int pick = tied > 1 ? c.random().nextInt(tied) : 0;
+      if (pick < passedCount) {
+        return passed[pick];
+      }
+      pick -= passedCount;
+      for (int i = 0; i < n; i++) {
+        if (head[i] == value && pick-- == 0) {
+          return i;
+        }
+      }
+      throw new AssertionError("burst position " + position + " not found");
+    }
+
+    // Restores the min-heap of worker indices ordered by head below slot k (ties by index, any order would do).
+    private static void siftDown(int[] heap, double[] head, int n, int k) {
+      int w = heap[k];
+      while (true) {
+        int child = 2 * k + 1;
+        if (child >= n) {
+          break;
+        }
+        if (child + 1 < n && before(heap[child + 1], heap[child], head)) {
+          child++;
+        }
+        if (!before(heap[child], w, head)) {
+          break;
+        }
+        heap[k] = heap[child];
+        k = child;
+      }
+      heap[k] = w;
+    }
+
+    private static boolean before(int a, int b, double[] head) {
+      return head[a] < head[b] || (head[a] == head[b] && a < b);
     }
 
     double cost(Candidates c, int i, double weight) {

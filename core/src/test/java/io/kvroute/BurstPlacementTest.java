@@ -20,6 +20,11 @@ class BurstPlacementTest {
 
   /** No worker holds the prompt; decode blocks 0, 10, 20: costs 4, 14, 24. */
   private static Candidates threeEmpty(SplittableRandom random, double unseen) {
+    return threeEmpty(random, unseen, 10, 20);
+  }
+
+  /** No worker holds the prompt; decode blocks 0, {@code b} and {@code c}: costs 4, 4 + b, 4 + c. */
+  private static Candidates threeEmpty(SplittableRandom random, double unseen, int b, int c2) {
     Candidates c = new Candidates();
     c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
     c.add(A, 0, 0, 0, null);
@@ -28,16 +33,20 @@ class BurstPlacementTest {
     c.admit(random, 0);
     c.unseenPeerSelections(unseen);
     c.setLoad(0, 0, 0, 0, 0);
-    c.setLoad(1, 0, 0, 10, 1);
-    c.setLoad(2, 0, 0, 20, 2);
+    c.setLoad(1, 0, 0, b, 1);
+    c.setLoad(2, 0, 0, c2, 2);
     return c;
   }
 
   private static int[] counts(double unseen, int draws) {
+    return counts(unseen, draws, 10, 20);
+  }
+
+  private static int[] counts(double unseen, int draws, int b, int c) {
     SplittableRandom random = new SplittableRandom(7);
     int[] counts = new int[3];
     for (int i = 0; i < draws; i++) {
-      counts[RouterPolicy.kvAware().select(threeEmpty(random, unseen))]++;
+      counts[RouterPolicy.kvAware().select(threeEmpty(random, unseen, b, c))]++;
     }
     return counts;
   }
@@ -56,6 +65,19 @@ class BurstPlacementTest {
     assertEquals(3_000, counts[0] + counts[1]);
     // Binomial(3,000, 2/3): standard deviation 25.8; 5 of them either side.
     assertTrue(Math.abs(counts[0] - 2_000) < 130, "A chosen " + counts[0] + " of 3,000 times, expected about 2,000");
+  }
+
+  @Test
+  void burstPositionsAtOneCostGoToTheWorkersHoldingItAlike() {
+    // Costs 4, 12, 12; a copy adds 4 + 4 = 8. One router's burst of 4: the 1st to A (4); then A, B and C all cost 12,
+    // and one router's uniform choice between equal costs sends the 2nd, 3rd and 4th to them in a random order, one
+    // each. Positions 0-3 equally likely: A 1/4 + 3/4 x 1/3 = 1/2, B and C 1/4 each.
+    int[] counts = counts(3.0, 8_000, 8, 8);
+    assertEquals(8_000, counts[0] + counts[1] + counts[2]);
+    // Binomial(8,000, 1/2): standard deviation 44.7; Binomial(8,000, 1/4): 38.7; 5 of them either side.
+    assertTrue(Math.abs(counts[0] - 4_000) < 224, "A chosen " + counts[0] + " of 8,000 times, expected about 4,000");
+    assertTrue(Math.abs(counts[1] - 2_000) < 194, "B chosen " + counts[1] + " of 8,000 times, expected about 2,000");
+    assertTrue(Math.abs(counts[2] - 2_000) < 194, "C chosen " + counts[2] + " of 8,000 times, expected about 2,000");
   }
 
   @Test
