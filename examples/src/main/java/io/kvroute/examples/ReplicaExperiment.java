@@ -220,7 +220,7 @@ public final class ReplicaExperiment {
             if (options.shareOutcomes && own instanceof RouterListener l) {
               listener = new OutcomesToPeers(listener, l, outcomeListeners);
             }
-            Router.Builder builder = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r)
+            Router.Builder builder = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r + options.routerSeed * 0x9E3779B97F4A7C15L)
                 .sharedLoad(!nats ? SharedLoad.NONE : linger != null ? linger.port(r) : syncs[r]).listener(listener);
             if (linger != null) {
               linger.clock(ticker);
@@ -634,6 +634,8 @@ public final class ReplicaExperiment {
         "                            per peer (NatsLoadSync.Builder.estimateUnseenPeerBookings; off by default)",
         "  --burst-sampling false    the routers estimate no unseen peer selections (NatsLoadSync viewDelay 0;",
         "                            on by default: the view delay is --nats-latency-ms)",
+        "  --router-seed 0           varies the routers' own random seed (their tie-breaks and draws) and nothing",
+        "                            else: the same workload and arrivals; for the noise floor of one router",
         "  --drift true              after each warm routing, how far apart the replicas' predictedTtft learned",
         "                            state is, per quantity (see Drift; a diagnosis, read by reflection)");
 
@@ -654,6 +656,7 @@ public final class ReplicaExperiment {
     boolean burstSampling = true;
     @Nullable String deliverAtOnce;
     boolean drift;
+    long routerSeed;
 
     Options() {
       super(List.of("kvAware", "approximate", "cacheAffinity"));
@@ -700,6 +703,7 @@ public final class ReplicaExperiment {
         case "--estimate-unseen" -> estimateUnseen = Boolean.parseBoolean(value);
         case "--burst-sampling" -> burstSampling = Boolean.parseBoolean(value);
         case "--drift" -> drift = Boolean.parseBoolean(value);
+        case "--router-seed" -> routerSeed = Cli.integer(value, arg);
         case "--deliver-at-once" -> {
           if (!List.of("placements", "joins", "cold").contains(value)) {
             throw new IllegalArgumentException("--deliver-at-once takes placements, joins or cold but got '" + value

@@ -31,6 +31,18 @@ class ReplicaExperimentTest {
   }
 
   @Test
+  void theRouterSeedOptionVariesOnlyTheRoutersOwnSeed() {
+    ReplicaExperiment.Options plain = ReplicaExperiment.Options.parse(new String[] {"--kinds", "7"});
+    ReplicaExperiment.Options varied = ReplicaExperiment.Options.parse(new String[] {"--kinds", "7", "--router-seed",
+        "3"});
+    assertEquals(0, plain.routerSeed);
+    assertEquals(3, varied.routerSeed);
+    assertEquals(plain.seed, varied.seed, "the workload's seed stays");
+    assertThrows(IllegalArgumentException.class,
+        () -> ReplicaExperiment.Options.parse(new String[] {"--router-seed", "three"}));
+  }
+
+  @Test
   void syncOverARealNatsServerSendsAtLeastEachBookingsLoadKeys() throws Exception {
     Assumptions.assumeTrue(NatsServer.findBinary().isPresent(), NatsServer.INSTALL_HINT);
     try (NatsServer server = NatsServer.start()) {
