@@ -1258,4 +1258,60 @@ class PredictedTtftPolicyTest {
     m.observe(1000, 0, 12_000_000, 1);
     assertTrue(m.prefillSpread() > 0, "a fourth makes it known");
   }
+
+  /**
+   * What is left of a warm prefix of 30 blocks in a full cache once new blocks are allocated: allocation takes the
+   * least recently freed blocks first, so the warm prefixes used less recently than it ({@code before}) go first,
+   * then its own blocks, tail first.
+   */
+  @Test
+  void aQueuedPrefillEvictsTheLeastRecentlyUsedPrefixesFirstAndAPrefixTailFirst() {
+    // It is the least recently used: 7 new blocks take its last 7, 23 are left.
+    assertEquals(23, PredictedTtftPolicy.survivingBlocks(30, 0, 7));
+    // 10 blocks of older prefixes go first, then 15 of its 30.
+    assertEquals(15, PredictedTtftPolicy.survivingBlocks(30, 10, 25));
+    // 5 older blocks and 40 new: 35 of its blocks would go, it has 30.
+    assertEquals(0, PredictedTtftPolicy.survivingBlocks(30, 5, 40));
+    // 570 older blocks absorb all 7 new ones: nothing of it goes.
+    assertEquals(30, PredictedTtftPolicy.survivingBlocks(30, 570, 7));
+    // Exactly the older blocks: it is the next to go, but nothing of it has gone.
+    assertEquals(30, PredictedTtftPolicy.survivingBlocks(30, 7, 7));
+  }
+
+  /** A is empty and idle; B holds {@code blocksAtB} of {@code prompt} in a tree of {@code cachedOfB}, {@code queuedAtB} queued. */
+  private static Candidates heldAtB(int[] prompt, int blocksAtB, long cachedOfB, long queuedAtB) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(prompt), prompt.length, 16, BlockHasher.of(16).sequenceHashes(prompt));
+    c.add(A, 0, 0, 0, null);
+    c.add(B, blocksAtB, blocksAtB, cachedOfB, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, 0, 32, 0);
+    c.setLoad(1, 0, queuedAtB, 32, 0);
+    return c;
+  }
+
+  /**
+   * A prompt queued at a full holder before this request allocates its new blocks first, and they evict the least
+   * recently used warm prefixes there: the hit this request expects at the holder counts only what survives. B's
+   * cache is known full at 600 blocks (its tree shrank) and holds 20 warm prefixes of 30 blocks, the prompt's the
+   * least recently used. With 400 tokens (25 blocks) queued at B, B keeps 5 of the prompt's 30 blocks: B costs
+   * 400 + 512 - 5 x 16 = 832 tokens against A's 512 (recomputing into a cache not known full: no price), and A wins.
+   * With the prompt's prefix used last at B (the 20 others before it), the 25 blocks evict older prefixes, B keeps
+   * all 30 and costs 400 + 32 = 432, and B wins; so it does with nothing queued (32).
+   */
+  @Test
+  void aHitAQueuedPrefillWillEvictAtAFullHolderIsNotCounted() {
+    RouterPolicy lruFirst = RouterPolicy.predictedTtft();
+    RouterPolicy lruLast = RouterPolicy.predictedTtft();
+    for (RouterPolicy p : List.of(lruFirst, lruLast)) {
+      assertEquals(1, p.select(heldAtB(PROMPT, 30, 600, 0)));
+      assertEquals(1, p.select(heldAtB(PROMPT, 30, 590, 0)), "B's tree shrank: 600 blocks is its capacity");
+      for (int k = 0; k < 19; k++) {
+        assertEquals(1, p.select(heldAtB(Fixtures.prompt(100 + k, 512), 30, 600, 0)));
+      }
+    }
+    assertEquals(1, lruLast.select(heldAtB(PROMPT, 30, 600, 0)), "nothing queued: nothing evicted");
+    assertEquals(1, lruLast.select(heldAtB(PROMPT, 30, 600, 400)), "the prompt's prefix is the most recently used");
+    assertEquals(0, lruFirst.select(heldAtB(PROMPT, 30, 600, 400)), "25 of its 30 blocks go before its turn");
+  }
 }
