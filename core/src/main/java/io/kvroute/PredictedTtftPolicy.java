@@ -37,8 +37,9 @@ import java.util.Objects;
  *       or, where the worker's decoding requests have grown more output than that average holds, the bookings plus
  *       their decode age times an output rate fitted to the same reports (see {@link #pinnedBlocks}).
  *   <li>the uncached tokens count as cached at {@code i} only the blocks that survive the prompts queued there before
- *       this one: where the cache is known full, their new blocks evict the least recently used warm prefixes (the
- *       LRU model below), a prefix tail first, unless active requests pin it (see {@link #survivingBlocks}).
+ *       this one: where the cache is known full, their new blocks evict first the warm prefixes used before it that
+ *       are freed (the LRU model below; at most the free blocks), then its own, tail first, unless active requests
+ *       pin it (see {@link #survivesQueuedPrefills}).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
  *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
@@ -113,6 +114,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   static final class Warm {
     final long key;
     int blocks;
+    /** When the router last sent a request using it there (the request holds it until about a service time later). */
+    long touchedAt;
     Warm older;
     Warm newer;
 
@@ -211,7 +214,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     Warm newestWarm;
     long warmBlocks;
 
-    void touchWarm(long key, int blocks, long capacity) {
+    void touchWarm(long key, int blocks, long capacity, long nowNanos) {
       Warm e = warm.get(key);
       if (e == null) {
         e = new Warm(key, blocks);
@@ -231,6 +234,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
         newestWarm.newer = e;
       }
       newestWarm = e;
+      e.touchedAt = nowNanos;
       while (oldestWarm != null && (warmBlocks > capacity || warm.size() > MAX_PREFIXES)) {
         Warm gone = oldestWarm;
         warmBlocks -= gone.blocks;
@@ -493,7 +497,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     // turn, the request computes it again, and the worker caches it whole.
     int shared = (int) Math.max(indexedHit, chosenHit);
     if (shared > 0) {
-      chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
+      chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE,
+          c.nowNanos());
     }
     boolean placed = blocks > 0 && 2 * chosenHit < blocks;
     if (placed) {
@@ -1407,16 +1412,19 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * tree has not filled, the prefix is not in the model, or active requests pin all of it).
    *
    * <p>An engine allocates a prompt's blocks when it schedules the prompt and reports the evictions only when the
-   * step ends, so the index still shows a prefix that a prefill in progress (or queued) is about to take. Where
-   * the prefix's place in the LRU model is right this moves the request: 6 workers, c8, 7 kinds with 6,000-token
-   * prefixes, seed 4, p99 1,028 -> 540 ms. Where it is not (the model orders prefixes by when they were routed,
-   * not by when their last user freed them, and counts prefixes pinned by active requests or already evicted as
-   * older free blocks), it does not: at 6 workers, c16, Zipf over 24 kinds, seed 1, two requests joined their
-   * prefix's holder 15-20 ms after a cold prompt of another kind had been placed there, were predicted to keep all
-   * or 110 of its 127 blocks, found none, and waited 129-138 ms behind a prefill they then repeated (see
-   * docs/ROUTING.md, "Where it misses").
+   * step ends, so the index still shows a prefix that a prefill in progress (or queued) is about to take: the
+   * queue's new blocks beyond the tree's room take the free queue's head. Ahead of this prefix there are the warm
+   * prefixes used before it, but only those freed: a prefix touched within the worker's mean service time
+   * ({@code serviceNanos}, booking to close) is still held by the request that touched it, so it is not in the free
+   * queue (with no service time known, no prefix is known freed and none is counted ahead); and never more than
+   * the free blocks less this prefix ({@link #pinnedBlocks} with the booked blocks: the model keeps prefixes the
+   * engine has already evicted, and the free queue holds only what active requests do not pin). Both were found
+   * at 6 workers, c16, Zipf over 24 kinds, seed 1, where two requests joined their prefix's holder 15-20 ms after
+   * a cold prompt of another kind had been placed there, found none of its 127 blocks and waited 129-138 ms behind a
+   * prefill they then repeated: counting every prefix routed before theirs as free and ahead of it, the model had
+   * put 127 and 325 blocks ahead and predicted 110 and 127 blocks kept (see docs/ROUTING.md, "Where it misses").
    */
-  private double survivesQueuedPrefills(Candidates c, int i, Model m) {
+  static double survivesQueuedPrefills(Candidates c, int i, Model m) {
     if (!m.filled || c.prefillTokens(i) <= 0 || m.warm.isEmpty()) {
       return Double.POSITIVE_INFINITY;
     }
@@ -1427,15 +1435,22 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
     int blocks = c.requestBlocks();
     long before = 0;
-    for (Warm e = m.oldestWarm; e != null && before < evicted; e = e.newer) {
+    long recent = Double.isNaN(m.serviceNanos) ? Long.MIN_VALUE : c.nowNanos() - Math.round(m.serviceNanos);
+    for (Warm e = m.oldestWarm; e != null; e = e.newer) {
       int length = e.blocks;
       if (length <= blocks && e.key == c.sequenceHash(length - 1)) {
         // Blocks active requests there pin are not in the free queue and are not evicted.
         int pinned = sharedWithActive(c.activeOverlapBlocks(i), c.gpuOverlapBlocks(i), blocks);
-        return pinned >= length ? Double.POSITIVE_INFINITY
-            : Math.max(pinned, survivingBlocks(length, before, evicted));
+        if (pinned >= length) {
+          return Double.POSITIVE_INFINITY;
+        }
+        long booked = c.decodeBlocks(i) - (blocks - c.activeOverlapBlocks(i));
+        double ahead = Math.max(0, memoryCapacity(m) - pinnedBlocks(m, booked, c.nowNanos()) - length);
+        return Math.max(pinned, survivingBlocks(length, (long) Math.min(before, ahead), evicted));
       }
-      before += length;
+      if (e.touchedAt < recent) {
+        before += length;
+      }
     }
     return Double.POSITIVE_INFINITY;
   }
@@ -1493,7 +1508,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     chosen.routedShare += 1 - keep;
     chosen.servedShare += 1 - servedKeep; // the peer's request is load this worker serves too (see pastItsShare)
     if (warmBlocks > 0) {
-      chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
+      chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE, nowNanos);
     }
     if (newPrefix) {
       placements.record(worker);
