@@ -1,7 +1,6 @@
 package io.kvroute;
 
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.Map;
 import java.util.Objects;
 
@@ -37,6 +36,10 @@ import java.util.Objects;
  *       (outputs and partial blocks are not booked; learned when the report arrives, see {@link #loadReported}),
  *       or, where the worker's decoding requests have grown more output than that average holds, the bookings plus
  *       their decode age times an output rate fitted to the same reports (see {@link #pinnedBlocks}).
+ *   <li>the uncached tokens count as cached at {@code i} only the blocks that survive the prompts queued there before
+ *       this one: where the cache is known full, their new blocks evict first the warm prefixes used before it that
+ *       are freed (the LRU model below; at most the free blocks), then its own, tail first, unless active requests
+ *       pin it (see {@link #survivesQueuedPrefills}).
  *   <li>{@code duplicatedBlocks_i}: prompt blocks another candidate holds but {@code i} does not; {@code fullness_i}:
  *       the share of them that must evict warm prefixes there, from an LRU model of the shared prefixes routed to
  *       the worker (unique tails are freed first by the engine and evict nothing warm), at most those warm
@@ -107,6 +110,21 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * {@code x} is the prompt tokens to prefill before the first token (queued plus own uncached) and {@code z} the
    * requests active on the worker (each decoding sequence lengthens every engine step, the prefill's included).
    */
+  /** A shared prefix in a worker's LRU model ({@link Model#warm}); not thread-safe (guarded by the policy's lock). */
+  static final class Warm {
+    final long key;
+    int blocks;
+    /** When the router last sent a request using it there (the request holds it until about a service time later). */
+    long touchedAt;
+    Warm older;
+    Warm newer;
+
+    Warm(long key, int blocks) {
+      this.key = key;
+      this.blocks = blocks;
+    }
+  }
+
   static final class Model {
     double n;
     double sx;
@@ -186,27 +204,58 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     /** The prompt tokens queued here without a first token when this policy last looked (see queueLeftNanos). */
     long queueSeen;
     /**
-     * The shared prefixes routed here, least recently used first, by the sequence hash of their last shared block,
-     * with their length in blocks: an LRU model of the warm part of the worker's cache (unique tails are freed
-     * first by the engine and are not tracked). Bounded by the cache size in blocks and {@link #MAX_PREFIXES}.
+     * The shared prefixes routed here, by the sequence hash of their last shared block, with their length in blocks:
+     * an LRU model of the warm part of the worker's cache (unique tails are freed first by the engine and are not
+     * tracked), linked from {@link #oldestWarm} (least recently used) to {@link #newestWarm} so that it is walked
+     * without an iterator. Bounded by the cache size in blocks and {@link #MAX_PREFIXES}.
      */
-    final java.util.LinkedHashMap<Long, int[]> warm = new java.util.LinkedHashMap<>(16, 0.75f, true);
+    final HashMap<Long, Warm> warm = new HashMap<>();
+    Warm oldestWarm;
+    Warm newestWarm;
     long warmBlocks;
 
-    void touchWarm(long key, int blocks, long capacity) {
-      int[] e = warm.get(key);
+    void touchWarm(long key, int blocks, long capacity, long nowNanos) {
+      Warm e = warm.get(key);
       if (e == null) {
-        warm.put(key, new int[] {blocks});
+        e = new Warm(key, blocks);
+        warm.put(key, e);
         warmBlocks += blocks;
-      } else if (e[0] < blocks) {
-        warmBlocks += blocks - e[0];
-        e[0] = blocks;
+      } else {
+        if (e.blocks < blocks) {
+          warmBlocks += blocks - e.blocks;
+          e.blocks = blocks;
+        }
+        unlink(e);
       }
-      Iterator<int[]> it = warm.values().iterator();
-      while (it.hasNext() && (warmBlocks > capacity || warm.size() > MAX_PREFIXES)) {
-        warmBlocks -= it.next()[0];
-        it.remove();
+      e.older = newestWarm;
+      if (newestWarm == null) {
+        oldestWarm = e;
+      } else {
+        newestWarm.newer = e;
       }
+      newestWarm = e;
+      e.touchedAt = nowNanos;
+      while (oldestWarm != null && (warmBlocks > capacity || warm.size() > MAX_PREFIXES)) {
+        Warm gone = oldestWarm;
+        warmBlocks -= gone.blocks;
+        warm.remove(gone.key);
+        unlink(gone);
+      }
+    }
+
+    private void unlink(Warm e) {
+      if (e.older == null) {
+        oldestWarm = e.newer;
+      } else {
+        e.older.newer = e.newer;
+      }
+      if (e.newer == null) {
+        newestWarm = e.older;
+      } else {
+        e.newer.older = e.older;
+      }
+      e.older = null;
+      e.newer = null;
     }
 
     void observe(double x, double z, double y, double keep) {
@@ -298,10 +347,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     learnArrivalGap(c.nowNanos());
     int blockSize = c.blockSize();
     int maxHitBlocks = c.requestTokens() > 0 ? (c.requestTokens() - 1) / blockSize : 0;
-    double bestHit = 0;
-    for (int i = 0; i < n; i++) {
-      bestHit = Math.max(bestHit, hit(c, i, maxHitBlocks));
-    }
     // The fleet's fit, the prior of every worker's own.
     // Nothing observed yet: costs in token units (b = 1), which compare the same way.
     double fleetSlope = Double.isNaN(fleet.b) ? 1 : fleet.b;
@@ -322,6 +367,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       queued = new double[costs.length];
       byCandidate = new Model[costs.length];
       copied = new double[costs.length];
+      survives = new double[costs.length];
     }
     for (int i = 0; i < n; i++) {
       Model m = model(c.worker(i).id(), sweep);
@@ -331,11 +377,20 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       minIntercept = Math.min(minIntercept, m.blend(m.a, fleetIntercept));
       double spread = m.prefillSpread();
       minSpread = Math.min(minSpread, Double.isNaN(spread) ? fleet.prefillSpread() : spread);
+      survives[i] = survivesQueuedPrefills(c, i, m);
+    }
+    // The longest prefix a candidate will still hold when this request is scheduled there (see
+    // survivesQueuedPrefills), and the longest the index shows (the prefix's length, whoever holds it).
+    double bestHit = 0;
+    double indexedHit = 0;
+    for (int i = 0; i < n; i++) {
+      bestHit = Math.max(bestHit, hit(c, i, maxHitBlocks));
+      indexedHit = Math.max(indexedHit, indexedHit(c, i, maxHitBlocks));
     }
     double tolerance = tieTolerance(minIntercept, minSpread);
     stepNanos = tolerance;
     double minTtft = Double.POSITIVE_INFINITY;
-    holderCopyGoesStale = holderCopyGoesStale(c, n, bestHit, maxHitBlocks);
+    holderCopyGoesStale = holderCopyGoesStale(c, n, indexedHit, maxHitBlocks);
     double shareSum = 0;
     for (int i = 0; i < n; i++) {
       shareSum += byCandidate[i].routedShare;
@@ -438,9 +493,12 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     chosen.queueSeen = c.prefillTokens(choice) + Math.max(0, c.requestTokens() - Math.round(chosenHit * blockSize));
     learnRoutedShares(n, choice);
     learnPromptBlocks(c.requestBlocks());
-    int shared = (int) Math.max(bestHit, chosenHit);
+    // The prefix this request shares, as long as the index shows it: where the holder's copy is evicted before its
+    // turn, the request computes it again, and the worker caches it whole.
+    int shared = (int) Math.max(indexedHit, chosenHit);
     if (shared > 0) {
-      chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
+      chosen.touchWarm(c.sequenceHash(shared - 1), shared, chosen.filled ? chosen.maxCached : Long.MAX_VALUE,
+          c.nowNanos());
     }
     boolean placed = blocks > 0 && 2 * chosenHit < blocks;
     if (placed) {
@@ -517,6 +575,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   private double[] copied = new double[8];
   private double[] works = new double[8];
   private double[] queued = new double[8];
+  // Per candidate: the blocks of its cached prefix that survive the prefills queued there (see survivesQueuedPrefills).
+  private double[] survives = new double[8];
   // Whether this selection's longest cached prefix is reused for the first time at its holder (see
   // holderCopyGoesStale).
   private boolean holderCopyGoesStale;
@@ -723,14 +783,15 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * Mooncake trace, where 1,565 of 1,782 reuses share a strict prefix of an earlier request, this is most reuses; on
    * the article's grid, only the first reuse of each kind at each worker.
    */
-  private boolean holderCopyGoesStale(Candidates c, int n, double bestHit, int maxHitBlocks) {
-    if (!(bestHit >= 1)) {
+  private boolean holderCopyGoesStale(Candidates c, int n, double indexedHit, int maxHitBlocks) {
+    if (!(indexedHit >= 1)) {
       return false;
     }
     for (int i = 0; i < n; i++) {
-      if (hit(c, i, maxHitBlocks) == bestHit) {
+      if (indexedHit(c, i, maxHitBlocks) == indexedHit) {
+        // A copy the prompts queued there evict before this request's turn does not go stale: it goes.
         Model h = byCandidate[i];
-        return h.filled && !h.warm.containsKey(c.sequenceHash((int) bestHit - 1));
+        return h.filled && !(survives[i] < indexedHit) && !h.warm.containsKey(c.sequenceHash((int) indexedHit - 1));
       }
     }
     return false;
@@ -1329,11 +1390,80 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     return Double.isNaN(m.serviceNanos) ? 0 : m.serviceNanos;
   }
 
-  /** Blocks candidate {@code i} can serve from cache: held or being computed there, at most all but the last token. */
+  /**
+   * Blocks candidate {@code i} can serve from cache: held or being computed there, at most all but the last token,
+   * and at most those that survive the prompts queued there (see {@link #survivesQueuedPrefills}).
+   */
   private double hit(Candidates c, int i, int maxHitBlocks) {
+    return Math.min(indexedHit(c, i, maxHitBlocks), survives[i]);
+  }
+
+  /** The blocks credited as cached at candidate {@code i} from the index alone (see {@link #hit}). */
+  private double indexedHit(Candidates c, int i, int maxHitBlocks) {
     int gpu = Math.max(c.gpuOverlapBlocks(i), c.activeOverlapBlocks(i));
     int any = Math.max(c.overlapBlocks(i), gpu);
     return Math.min(maxHitBlocks, gpu + config.hostOverlapCredit() * (any - gpu));
+  }
+
+  /**
+   * The blocks of the request's cached prefix at candidate {@code i} that survive the prefills queued there before
+   * it ({@link #survivingBlocks}, from the worker's LRU model of warm prefixes), or {@code +inf} where nothing is
+   * predicted evicted (the cache is not known full, nothing is queued, the queue's new blocks fit in the room the
+   * tree has not filled, the prefix is not in the model, or active requests pin all of it).
+   *
+   * <p>An engine allocates a prompt's blocks when it schedules the prompt and reports the evictions only when the
+   * step ends, so the index still shows a prefix that a prefill in progress (or queued) is about to take: the
+   * queue's new blocks beyond the tree's room take the free queue's head. Ahead of this prefix there are the warm
+   * prefixes used before it, but only those freed: a prefix touched within the worker's mean service time
+   * ({@code serviceNanos}, booking to close) is still held by the request that touched it, so it is not in the free
+   * queue (with no service time known, no prefix is known freed and none is counted ahead); and never more than
+   * the free blocks less this prefix ({@link #pinnedBlocks} with the booked blocks: the model keeps prefixes the
+   * engine has already evicted, and the free queue holds only what active requests do not pin). Both were found
+   * at 6 workers, c16, Zipf over 24 kinds, seed 1, where two requests joined their prefix's holder 15-20 ms after
+   * a cold prompt of another kind had been placed there, found none of its 127 blocks and waited 129-138 ms behind a
+   * prefill they then repeated: counting every prefix routed before theirs as free and ahead of it, the model had
+   * put 127 and 325 blocks ahead and predicted 110 and 127 blocks kept (see docs/ROUTING.md, "Where it misses").
+   */
+  static double survivesQueuedPrefills(Candidates c, int i, Model m) {
+    if (!m.filled || c.prefillTokens(i) <= 0 || m.warm.isEmpty()) {
+      return Double.POSITIVE_INFINITY;
+    }
+    long newBlocks = (c.prefillTokens(i) + c.blockSize() - 1) / c.blockSize();
+    long evicted = newBlocks - Math.max(0, m.maxCached - c.cachedBlocks(i));
+    if (evicted <= 0) {
+      return Double.POSITIVE_INFINITY;
+    }
+    int blocks = c.requestBlocks();
+    long before = 0;
+    long recent = Double.isNaN(m.serviceNanos) ? Long.MIN_VALUE : c.nowNanos() - Math.round(m.serviceNanos);
+    for (Warm e = m.oldestWarm; e != null; e = e.newer) {
+      int length = e.blocks;
+      if (length <= blocks && e.key == c.sequenceHash(length - 1)) {
+        // Blocks active requests there pin are not in the free queue and are not evicted.
+        int pinned = sharedWithActive(c.activeOverlapBlocks(i), c.gpuOverlapBlocks(i), blocks);
+        if (pinned >= length) {
+          return Double.POSITIVE_INFINITY;
+        }
+        long booked = c.decodeBlocks(i) - (blocks - c.activeOverlapBlocks(i));
+        double ahead = Math.max(0, memoryCapacity(m) - pinnedBlocks(m, booked, c.nowNanos()) - length);
+        return Math.max(pinned, survivingBlocks(length, (long) Math.min(before, ahead), evicted));
+      }
+      if (e.touchedAt < recent) {
+        before += length;
+      }
+    }
+    return Double.POSITIVE_INFINITY;
+  }
+
+  /**
+   * The blocks of a warm prefix of {@code length} blocks left cached after {@code evicted} new blocks are allocated
+   * in a full cache, where {@code before} blocks of warm prefixes were used less recently than it: allocation takes
+   * the least recently freed blocks first, so those go first, and then this prefix's, tail first (an engine frees a
+   * request's blocks tail first, so a prefix's last block is the least recently freed of it, as vLLM's free queue
+   * orders them).
+   */
+  static long survivingBlocks(long length, long before, long evicted) {
+    return Math.max(0, Math.min(length, length - (evicted - before)));
   }
 
   private Model model(WorkerId id, long sweep) {
@@ -1378,7 +1508,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     chosen.routedShare += 1 - keep;
     chosen.servedShare += 1 - servedKeep; // the peer's request is load this worker serves too (see pastItsShare)
     if (warmBlocks > 0) {
-      chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE);
+      chosen.touchWarm(warmKey, warmBlocks, chosen.filled ? chosen.maxCached : Long.MAX_VALUE, nowNanos);
     }
     if (newPrefix) {
       placements.record(worker);

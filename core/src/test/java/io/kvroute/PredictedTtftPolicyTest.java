@@ -1258,4 +1258,109 @@ class PredictedTtftPolicyTest {
     m.observe(1000, 0, 12_000_000, 1);
     assertTrue(m.prefillSpread() > 0, "a fourth makes it known");
   }
+
+  /**
+   * What is left of a warm prefix of 30 blocks in a full cache once new blocks are allocated: allocation takes the
+   * least recently freed blocks first, so the warm prefixes used less recently than it ({@code before}) go first,
+   * then its own blocks, tail first.
+   */
+  @Test
+  void aQueuedPrefillEvictsTheLeastRecentlyUsedPrefixesFirstAndAPrefixTailFirst() {
+    // It is the least recently used: 7 new blocks take its last 7, 23 are left.
+    assertEquals(23, PredictedTtftPolicy.survivingBlocks(30, 0, 7));
+    // 10 blocks of older prefixes go first, then 15 of its 30.
+    assertEquals(15, PredictedTtftPolicy.survivingBlocks(30, 10, 25));
+    // 5 older blocks and 40 new: 35 of its blocks would go, it has 30.
+    assertEquals(0, PredictedTtftPolicy.survivingBlocks(30, 5, 40));
+    // 570 older blocks absorb all 7 new ones: nothing of it goes.
+    assertEquals(30, PredictedTtftPolicy.survivingBlocks(30, 570, 7));
+    // Exactly the older blocks: it is the next to go, but nothing of it has gone.
+    assertEquals(30, PredictedTtftPolicy.survivingBlocks(30, 7, 7));
+  }
+
+  /** A is empty and idle; B holds {@code blocksAtB} of {@code prompt} in a tree of {@code cachedOfB}, {@code queuedAtB} queued. */
+  private static Candidates heldAtB(int[] prompt, int blocksAtB, long cachedOfB, long queuedAtB) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(prompt), prompt.length, 16, BlockHasher.of(16).sequenceHashes(prompt));
+    c.add(A, 0, 0, 0, null);
+    c.add(B, blocksAtB, blocksAtB, cachedOfB, null);
+    c.admit(new SplittableRandom(1), 0);
+    c.setLoad(0, 0, 0, 32, 0);
+    c.setLoad(1, 0, queuedAtB, 32, 0);
+    return c;
+  }
+
+  /**
+   * A prompt queued at a full holder before this request allocates its new blocks first, and they take the free
+   * queue's head: the hit this request expects at the holder counts only what survives. B's cache is known full at
+   * 600 blocks (its tree shrank) and holds the prompt's first 30 blocks, the only prefix routed there; no service
+   * time is known, so no other prefix is known freed ahead of it. With 400 tokens (25 blocks) queued at B and no
+   * room, B keeps 5 of the 30: B costs 400 + 512 - 5 x 16 = 832 tokens against A's 512 (recomputing into a cache not
+   * known full: no price), and A wins; with nothing queued B costs 32 and wins.
+   */
+  @Test
+  void aHitAQueuedPrefillWillEvictAtAFullHolderIsNotCounted() {
+    RouterPolicy p = RouterPolicy.predictedTtft();
+    assertEquals(1, p.select(heldAtB(PROMPT, 30, 600, 0)));
+    assertEquals(1, p.select(heldAtB(PROMPT, 30, 590, 0)), "B's tree shrank: 600 blocks is its capacity");
+    assertEquals(1, p.select(heldAtB(PROMPT, 30, 600, 0)), "nothing queued: nothing evicted");
+    assertEquals(0, p.select(heldAtB(PROMPT, 30, 600, 400)), "25 of its 30 blocks go before its turn");
+  }
+
+  private static final long SECOND = 1_000_000_000L;
+
+  /** One candidate holding {@code PROMPT}'s first 30 blocks in a full tree of 600, at 10 s. */
+  private static Candidates holder(int activeOverlap, long queuedTokens, long decodeBlocks) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, BlockHasher.of(16).sequenceHashes(PROMPT));
+    c.add(B, 30, 30, 600, null);
+    c.admit(new SplittableRandom(1), 10 * SECOND);
+    c.setLoad(0, activeOverlap, queuedTokens, decodeBlocks, 0);
+    return c;
+  }
+
+  /** A worker's model: cache known full at 600 blocks, one second of service, warm prefixes touched as given. */
+  private static PredictedTtftPolicy.Model warmAt(double serviceNanos, long... prefixTouches) {
+    PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
+    m.filled = true;
+    m.maxCached = 600;
+    m.serviceNanos = serviceNanos;
+    // prefixTouches: pairs of (prompt seed, or 0 for PROMPT; touch instant), least recent first, 30 blocks each.
+    for (int k = 0; k < prefixTouches.length; k += 2) {
+      int[] prompt = prefixTouches[k] == 0 ? PROMPT : Fixtures.prompt((int) prefixTouches[k], 512);
+      m.touchWarm(BlockHasher.of(16).sequenceHashes(prompt)[29], 30, 600, prefixTouches[k + 1]);
+    }
+    return m;
+  }
+
+  /**
+   * What a 30-block prefix keeps when 400 queued tokens (25 blocks) are allocated in a full cache of 600 blocks, by
+   * hand: the free blocks ahead of it go first, then its own, tail first. Ahead of it are the warm prefixes touched
+   * before it that are freed, those touched more than a service time ago (1 s; now is 10 s), and never more than the
+   * free blocks less the prefix: 600 less the blocks booked there (the request's own 32 not counted), less 30.
+   */
+  @Test
+  void aQueuedPrefillTakesTheFreedPrefixesAheadFirstAndNeverMoreThanTheFreeBlocks() {
+    // A prefix touched at 0 s, freed since: its 30 blocks absorb the 25, the prompt's prefix keeps its 30.
+    assertEquals(30, PredictedTtftPolicy.survivesQueuedPrefills(holder(0, 400, 32), 0, warmAt(SECOND, 7, 0, 0, SECOND)));
+    // Touched at 9.2 s, within a service time: still held by its request, nothing freed is ahead; 30 - 25 = 5.
+    assertEquals(5, PredictedTtftPolicy.survivesQueuedPrefills(holder(0, 400, 32), 0,
+        warmAt(SECOND, 7, 9_200_000_000L, 0, 9_500_000_000L)));
+    // No service time known: no prefix is known freed; 5.
+    assertEquals(5, PredictedTtftPolicy.survivesQueuedPrefills(holder(0, 400, 32), 0,
+        warmAt(Double.NaN, 7, 0, 0, SECOND)));
+    // Two freed prefixes ahead (60 blocks), but 560 booked blocks leave 600 - 560 - 30 = 10 free blocks ahead of
+    // it: 25 - 10 = 15 of its blocks go, 15 are left.
+    assertEquals(15, PredictedTtftPolicy.survivesQueuedPrefills(holder(0, 400, 560 + 32), 0,
+        warmAt(SECOND, 7, 0, 8, SECOND / 2, 0, SECOND)));
+    // Active requests hold the prompt through block 16; the GPU holds 30, so the stride's blocks up to 16 + 7 = 23
+    // are pinned (sharedWithActive): of the 5 left, the pinned 23 stay.
+    assertEquals(23, PredictedTtftPolicy.survivesQueuedPrefills(holder(16, 400, 16), 0,
+        warmAt(SECOND, 7, 9_200_000_000L, 0, 9_500_000_000L)));
+    // Nothing queued, or a prefix the model does not hold: nothing predicted evicted.
+    assertEquals(Double.POSITIVE_INFINITY,
+        PredictedTtftPolicy.survivesQueuedPrefills(holder(0, 0, 32), 0, warmAt(SECOND, 0, SECOND)));
+    assertEquals(Double.POSITIVE_INFINITY,
+        PredictedTtftPolicy.survivesQueuedPrefills(holder(0, 400, 32), 0, warmAt(SECOND, 7, 0, 8, SECOND)));
+  }
 }
