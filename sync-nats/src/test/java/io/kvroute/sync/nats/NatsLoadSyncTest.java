@@ -283,7 +283,8 @@ class NatsLoadSyncTest {
         } catch (AssertionError e) {
           long published = a.sync.stats().sequence();
           await(5, "the plain client received a's frames", () -> seqFromA.get() >= published);
-          if (attempt == 4 || !fromA.subList(from, fromA.size()).contains(SNAPSHOT)) {
+          List<String> all = new ArrayList<>(fromA);
+          if (attempt == 4 || !all.subList(from, all.size()).contains(SNAPSHOT)) {
             throw e;
           }
           System.out.println("renewal attempt " + attempt + " disturbed by a snapshot of a, repeated: " + e);
@@ -310,7 +311,10 @@ class NatsLoadSyncTest {
 
   /** The booking records of {@code fromA} from index {@code from} on, without the snapshot marks. */
   private static List<String> records(List<String> fromA, int from) {
-    List<String> out = new ArrayList<>(fromA.subList(from, fromA.size()));
+    // Copy first: a CopyOnWriteArrayList's subList view throws ConcurrentModificationException if the subscriber's
+    // thread appends between taking the view and reading it (seen once under load).
+    List<String> all = new ArrayList<>(fromA);
+    List<String> out = new ArrayList<>(all.subList(from, all.size()));
     out.removeIf(SNAPSHOT::equals);
     return out;
   }
