@@ -134,101 +134,22 @@ final class Policies {
      * each replica knows). Position 0 is the lowest cost; each earlier request adds its uncached prefill and its
      * blocks to the worker it would have gone to.
      */
-    // A bound on the burst's length: selections closer together than a microsecond would otherwise ask for
-    // thousands of positions, each a pass over the candidates.
-    static final int MAX_BURST = 256;
-
     int burstPosition(Candidates c, double min, double weight, double unseen) {
-      int whole = (int) Math.min(unseen, MAX_BURST);
-      int positions = 1 + whole + (c.random().nextDouble() < unseen - whole ? 1 : 0);
-      int position = c.random().nextInt(positions);
+      int position = Bursts.position(c, unseen);
       if (position == 0) {
         return lowestCost(c, min);
       }
-      // Each worker's costs for the burst's copies form a rising sequence (its cost now, then one more copy's
-      // uncached prefill and blocks each), and one router placing them one after another takes the smallest of
-      // all sequences' next terms each time: the merged order. A heap of the sequences' heads pops the earlier
-      // positions in O(position x log n) instead of a pass over the candidates per position.
       int n = c.size();
       double[] head = c.burstHead();
       double[] step = c.burstStep();
-      int[] heap = c.burstHeap();
       for (int i = 0; i < n; i++) {
         double overlap = c.gpuOverlapBlocks(i) + config.hostOverlapCredit() * (c.overlapBlocks(i)
             - c.gpuOverlapBlocks(i));
         head[i] = c.cost(i);
         step[i] = weight * (Math.max(0, c.requestTokens() - overlap * c.blockSize()) / c.blockSize())
             + c.requestBlocks();
-        heap[i] = i;
       }
-      for (int k = n / 2 - 1; k >= 0; k--) {
-        siftDown(heap, head, n, k);
-      }
-      // Workers whose sequence held the value popped last, moved past it (each holds a value at most once).
-      int[] passed = c.burstPassed();
-      int passedCount = 0;
-      double last = Double.NaN;
-      for (int p = 0; p < position; p++) {
-        int w = heap[0];
-        double value = head[w];
-        if (value != last) {
-          last = value;
-          passedCount = 0;
-        }
-        head[w] = value + step[w];
-        if (head[w] != value) {
-          passed[passedCount++] = w;
-        }
-        siftDown(heap, head, n, 0);
-      }
-      // The request's position holds the smallest head. Under one router's uniform choice between equal costs, the
-      // copies at one value go to the workers holding it in a uniformly random order, so the one at this position
-      // is any of them alike: those still at the value, and those that passed it at the positions just before.
-      double value = head[heap[0]];
-      if (value != last) {
-        passedCount = 0;
-      }
-      int tied = passedCount;
-      for (int i = 0; i < n; i++) {
-        if (head[i] == value) {
-          tied++;
-        }
-      }
-      int pick = tied > 1 ? c.random().nextInt(tied) : 0;
-      if (pick < passedCount) {
-        return passed[pick];
-      }
-      pick -= passedCount;
-      for (int i = 0; i < n; i++) {
-        if (head[i] == value && pick-- == 0) {
-          return i;
-        }
-      }
-      throw new AssertionError("burst position " + position + " not found");
-    }
-
-    // Restores the min-heap of worker indices ordered by head below slot k (ties by index, any order would do).
-    private static void siftDown(int[] heap, double[] head, int n, int k) {
-      int w = heap[k];
-      while (true) {
-        int child = 2 * k + 1;
-        if (child >= n) {
-          break;
-        }
-        if (child + 1 < n && before(heap[child + 1], heap[child], head)) {
-          child++;
-        }
-        if (!before(heap[child], w, head)) {
-          break;
-        }
-        heap[k] = heap[child];
-        k = child;
-      }
-      heap[k] = w;
-    }
-
-    private static boolean before(int a, int b, double[] head) {
-      return head[a] < head[b] || (head[a] == head[b] && a < b);
+      return Bursts.place(c, position);
     }
 
     double cost(Candidates c, int i, double weight) {

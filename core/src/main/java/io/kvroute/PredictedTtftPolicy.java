@@ -485,6 +485,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
         choice = i;
       }
     }
+    double unseen = c.unseenPeerSelections();
+    if (unseen > 0 && n > 1) {
+      int position = Bursts.position(c, unseen);
+      if (position > 0) {
+        choice = burstChoice(c, n, choice, position, anyEligible, maxHitBlocks, fleetSlope);
+      }
+    }
     Model chosen = byCandidate[choice];
     double chosenHit = hit(c, choice, maxHitBlocks);
     if (c.prefillTokens(choice) == 0) {
@@ -512,6 +519,30 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       forgetDeparted(sweep);
     }
     return choice;
+  }
+
+  /**
+   * With peers' selections this view cannot show yet, the candidate one router would have given this request at
+   * {@code position} (at least 1) of the burst they make with it ({@link Bursts}): each earlier request like this
+   * one, placed where its cost was lowest, adds its uncached prefill at that worker's learned speed to the queue the
+   * later ones wait behind there. The first goes to {@code first}, this selection's choice with the tie rules above;
+   * the later ones to the lowest cost with the queue added. Candidates passed over ({@code anyEligible} and not
+   * eligible) stay passed over. The other terms of the cost (memory, the externality) are left as the view has them:
+   * the queue is what a request placed behind another waits for first.
+   */
+  private int burstChoice(Candidates c, int n, int first, int position, boolean anyEligible, int maxHitBlocks,
+      double fleetSlope) {
+    double[] head = c.burstHead();
+    double[] step = c.burstStep();
+    for (int i = 0; i < n; i++) {
+      Model m = byCandidate[i];
+      head[i] = anyEligible && c.cost(i) == Double.POSITIVE_INFINITY ? Double.POSITIVE_INFINITY : costs[i];
+      double uncached = Math.max(0, c.requestTokens() - hit(c, i, maxHitBlocks) * c.blockSize());
+      double prefill = m.blend(m.b, fleetSlope) * uncached;
+      step[i] = prefill > 0 ? prefill : Double.MIN_VALUE;
+    }
+    head[first] += step[first];
+    return Bursts.place(c, position - 1);
   }
 
   /**

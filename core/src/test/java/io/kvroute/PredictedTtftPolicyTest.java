@@ -47,6 +47,67 @@ class PredictedTtftPolicyTest {
     assertEquals(1, RouterPolicy.predictedTtft().select(candidates(600, 600)));
   }
 
+  /** As {@link #candidates(long, long)} with {@code unseen} peer selections this view cannot show, drawing from {@code random}. */
+  private static Candidates withUnseen(long queuedAtA, SplittableRandom random, double unseen) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 30, 30, 600, null);
+    c.add(B, 0, 0, 600, null);
+    c.admit(random, 0);
+    c.unseenPeerSelections(unseen);
+    c.setLoad(0, 0, queuedAtA, 32, 1);
+    c.setLoad(1, 0, 0, 32, 0);
+    return c;
+  }
+
+  /** Two idle workers holding nothing, a cold prompt, {@code unseen} peer selections. */
+  private static Candidates idlePair(SplittableRandom random, double unseen) {
+    Candidates c = new Candidates();
+    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
+    c.add(A, 0, 0, 0, null);
+    c.add(B, 0, 0, 0, null);
+    c.admit(random, 0);
+    c.unseenPeerSelections(unseen);
+    c.setLoad(0, 0, 0, 0, 0);
+    c.setLoad(1, 0, 0, 0, 0);
+    return c;
+  }
+
+  @Test
+  void aBurstOfTwoColdRequestsSpreadsOverTwoIdleWorkers() {
+    // Equal costs (512 tokens each); the tie rules give the request alone to one of them, X. With one unseen peer
+    // selection the burst is 2, positions 0 and 1 alike: position 0 goes to X; one router would have sent position 1
+    // to the other, X's queue then holding position 0's 512 tokens. So each worker 1/2.
+    SplittableRandom random = new SplittableRandom(3);
+    int alone = RouterPolicy.predictedTtft().select(idlePair(random, 0));
+    for (int i = 0; i < 100; i++) {
+      assertEquals(alone, RouterPolicy.predictedTtft().select(idlePair(random, 0)), "no peers: always the same");
+    }
+    int[] counts = new int[2];
+    for (int i = 0; i < 2_000; i++) {
+      counts[RouterPolicy.predictedTtft().select(idlePair(random, 1.0))]++;
+    }
+    // Binomial(2,000, 1/2): standard deviation 22.4; 5 of them either side.
+    assertTrue(Math.abs(counts[alone] - 1_000) < 112, "X chosen " + counts[alone] + " of 2,000 times");
+  }
+
+  @Test
+  void aBurstStaysOnTheHolderWhileItsQueueAndTheEarlierCopiesCostLessThanRecomputing() {
+    // A holds 30 of 32 blocks with 100 tokens queued: 132 against B's 512. A copy before this one adds its 32
+    // uncached tokens at A: 164 < 512, so both positions of a burst of 2 go to A.
+    SplittableRandom random = new SplittableRandom(5);
+    for (int i = 0; i < 500; i++) {
+      assertEquals(0, RouterPolicy.predictedTtft().select(withUnseen(100, random, 1.0)));
+    }
+    // With 400 queued (432 against 512) the second copy at A costs 464 < 512: still A. With 460 queued (492) it costs
+    // 524 > 512, so position 1 goes to B: B half the time.
+    int toB = 0;
+    for (int i = 0; i < 2_000; i++) {
+      toB += RouterPolicy.predictedTtft().select(withUnseen(460, random, 1.0));
+    }
+    assertTrue(Math.abs(toB - 1_000) < 112, "B chosen " + toB + " of 2,000 times, expected about 1,000");
+  }
+
   /** Candidates for {@code prompt}: A holds {@code blocksAtA} with {@code queuedAtA} queued, B holds {@code blocksAtB}. */
   private static Candidates candidates(int[] prompt, int blocksAtA, long queuedAtA, int blocksAtB, long cachedOfB) {
     Candidates c = new Candidates();
