@@ -112,7 +112,7 @@ public final class Candidates {
   }
 
   // The peers' selections expected within the port's view delay, not in this view yet (Admission.unseenPeerSelections);
-  // and kvAware's scratch for placing the burst they make with this one (Policies.KvAware.burstPosition).
+  // and the scratch for placing the burst they make with this one (Bursts; burstHead sizes all four).
   private double unseenPeerSelections;
   private double[] burstHead = new double[8];
   private double[] burstStep = new double[8];

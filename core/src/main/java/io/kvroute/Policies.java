@@ -125,14 +125,9 @@ final class Policies {
     }
 
     /**
-     * With peers' selections expected in the delivery window that this view cannot show ({@code unseen}), this
-     * request is one of a burst of about {@code 1 + unseen} that their replicas each decided on the same view. One
-     * router would have placed the burst one request after another, each seeing the ones before; every replica
-     * picking the view's lowest cost instead stacks the burst on one worker (herding on stale load, Mitzenmacher
-     * 2000). So the request takes a uniformly random position in the burst and goes where one router would have put
-     * the request at that position, the ones before it taken to be like this one (the view's other load is all
-     * each replica knows). Position 0 is the lowest cost; each earlier request adds its uncached prefill and its
-     * blocks to the worker it would have gone to.
+     * With peers' selections expected in the delivery window that this view cannot show ({@code unseen}), where one
+     * router would have put this request within the burst they make with it ({@link Bursts}): position 0 is the
+     * lowest cost; each earlier request adds its uncached prefill and its blocks to the worker it would have gone to.
      */
     int burstPosition(Candidates c, double min, double weight, double unseen) {
       int position = Bursts.position(c, unseen);
@@ -143,21 +138,22 @@ final class Policies {
       double[] head = c.burstHead();
       double[] step = c.burstStep();
       for (int i = 0; i < n; i++) {
-        double overlap = c.gpuOverlapBlocks(i) + config.hostOverlapCredit() * (c.overlapBlocks(i)
-            - c.gpuOverlapBlocks(i));
         head[i] = c.cost(i);
-        step[i] = weight * (Math.max(0, c.requestTokens() - overlap * c.blockSize()) / c.blockSize())
-            + c.requestBlocks();
+        step[i] = weight * (uncachedTokens(c, i) / c.blockSize()) + c.requestBlocks();
       }
       return Bursts.place(c, position);
     }
 
     double cost(Candidates c, int i, double weight) {
+      double prefillBlocks = (c.prefillTokens(i) + uncachedTokens(c, i)) / c.blockSize();
+      return weight * prefillBlocks + c.decodeBlocks(i);
+    }
+
+    /** The request's tokens candidate {@code i} must compute, host-cached blocks credited at the configured share. */
+    private double uncachedTokens(Candidates c, int i) {
       double overlap = c.gpuOverlapBlocks(i) + config.hostOverlapCredit() * (c.overlapBlocks(i)
           - c.gpuOverlapBlocks(i));
-      double uncached = Math.max(0, c.requestTokens() - overlap * c.blockSize());
-      double prefillBlocks = (c.prefillTokens(i) + uncached) / c.blockSize();
-      return weight * prefillBlocks + c.decodeBlocks(i);
+      return Math.max(0, c.requestTokens() - overlap * c.blockSize());
     }
 
     /**

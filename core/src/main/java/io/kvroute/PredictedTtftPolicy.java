@@ -103,13 +103,6 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     this.servedKeep = 1 - 1.0 / (config.learningWindow() * SERVED_WINDOWS);
   }
 
-  /**
-   * What the policy has learned about one worker (or the whole fleet); guarded by the policy.
-   *
-   * <p>First-token time is fitted as {@code y = a + b x + d z} by least squares over an exponential window, where
-   * {@code x} is the prompt tokens to prefill before the first token (queued plus own uncached) and {@code z} the
-   * requests active on the worker (each decoding sequence lengthens every engine step, the prefill's included).
-   */
   /** A shared prefix in a worker's LRU model ({@link Model#warm}); not thread-safe (guarded by the policy's lock). */
   static final class Warm {
     final long key;
@@ -125,6 +118,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
   }
 
+  /**
+   * What the policy has learned about one worker (or the whole fleet); guarded by the policy.
+   *
+   * <p>First-token time is fitted as {@code y = a + b x + d z} by least squares over an exponential window, where
+   * {@code x} is the prompt tokens to prefill before the first token (queued plus own uncached) and {@code z} the
+   * requests active on the worker (each decoding sequence lengthens every engine step, the prefill's included).
+   */
   static final class Model {
     double n;
     double sx;

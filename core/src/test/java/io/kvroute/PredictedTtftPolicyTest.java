@@ -25,11 +25,17 @@ class PredictedTtftPolicyTest {
 
   /** A holds 30 of the 32 blocks with {@code queuedAtA} tokens queued; B holds nothing and is idle. */
   private static Candidates candidates(long queuedAtA, long cachedOfB) {
+    return candidates(queuedAtA, cachedOfB, new SplittableRandom(1), 0);
+  }
+
+  /** As {@link #candidates(long, long)}, drawing from {@code random}, with {@code unseen} peer selections not in view. */
+  private static Candidates candidates(long queuedAtA, long cachedOfB, SplittableRandom random, double unseen) {
     Candidates c = new Candidates();
     c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
     c.add(A, 30, 30, 600, null);
     c.add(B, 0, 0, cachedOfB, null);
-    c.admit(new SplittableRandom(1), 0);
+    c.admit(random, 0);
+    c.unseenPeerSelections(unseen);
     c.setLoad(0, 0, queuedAtA, 32, 1);
     c.setLoad(1, 0, 0, 32, 0);
     return c;
@@ -45,19 +51,6 @@ class PredictedTtftPolicyTest {
   void noRequestWaitsForACacheLongerThanItsOwnPrefillThere() {
     // A: 600 + 32 = 632 > B's 512 + A's own 32: A is passed over although B must recompute.
     assertEquals(1, RouterPolicy.predictedTtft().select(candidates(600, 600)));
-  }
-
-  /** As {@link #candidates(long, long)} with {@code unseen} peer selections this view cannot show, drawing from {@code random}. */
-  private static Candidates withUnseen(long queuedAtA, SplittableRandom random, double unseen) {
-    Candidates c = new Candidates();
-    c.reset(RouteRequest.of(PROMPT), PROMPT.length, 16, HASHES);
-    c.add(A, 30, 30, 600, null);
-    c.add(B, 0, 0, 600, null);
-    c.admit(random, 0);
-    c.unseenPeerSelections(unseen);
-    c.setLoad(0, 0, queuedAtA, 32, 1);
-    c.setLoad(1, 0, 0, 32, 0);
-    return c;
   }
 
   /** Two idle workers holding nothing, a cold prompt, {@code unseen} peer selections. */
@@ -97,13 +90,13 @@ class PredictedTtftPolicyTest {
     // uncached tokens at A: 164 < 512, so both positions of a burst of 2 go to A.
     SplittableRandom random = new SplittableRandom(5);
     for (int i = 0; i < 500; i++) {
-      assertEquals(0, RouterPolicy.predictedTtft().select(withUnseen(100, random, 1.0)));
+      assertEquals(0, RouterPolicy.predictedTtft().select(candidates(100, 600, random, 1.0)));
     }
     // With 400 queued (432 against 512) the second copy at A costs 464 < 512: still A. With 460 queued (492) it costs
     // 524 > 512, so position 1 goes to B: B half the time.
     int toB = 0;
     for (int i = 0; i < 2_000; i++) {
-      toB += RouterPolicy.predictedTtft().select(withUnseen(460, random, 1.0));
+      toB += RouterPolicy.predictedTtft().select(candidates(460, 600, random, 1.0));
     }
     assertTrue(Math.abs(toB - 1_000) < 112, "B chosen " + toB + " of 2,000 times, expected about 1,000");
   }

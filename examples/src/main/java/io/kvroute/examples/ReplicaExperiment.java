@@ -220,7 +220,8 @@ public final class ReplicaExperiment {
             if (options.shareOutcomes && own instanceof RouterListener l) {
               listener = new OutcomesToPeers(listener, l, outcomeListeners);
             }
-            Router.Builder builder = Router.newBuilder().policy(own).ticker(ticker).randomSeed(seed * 31 + r + options.routerSeed * 0x9E3779B97F4A7C15L)
+            Router.Builder builder = Router.newBuilder().policy(own).ticker(ticker)
+                .randomSeed(seed * 31 + r + options.routerSeed * 0x9E3779B97F4A7C15L)
                 .sharedLoad(!nats ? SharedLoad.NONE : linger != null ? linger.port(r) : syncs[r]).listener(listener);
             if (linger != null) {
               linger.clock(ticker);
