@@ -143,56 +143,82 @@ public final class Gateway implements AutoCloseable {
 
   private Gateway(Options options) throws IOException {
     this.options = options;
-    this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    RouterMetrics routerMetrics = new RouterMetrics();
-    this.router = Router.newBuilder().policy(policy(options.policy())).blockSize(options.blockSize())
-        .listener(routerMetrics).build();
-    routerMetrics.monitor(router).bindTo(registry);
-    EventSourceMetrics eventMetrics = new EventSourceMetrics();
-    eventMetrics.bindTo(registry);
-    ScrapeMetrics scrapeMetrics = new ScrapeMetrics();
-    scrapeMetrics.bindTo(registry);
-    this.forwardMetrics = new ForwardMetrics().follow(router.workers());
-    forwardMetrics.bindTo(registry);
+    // The ports are bound first, so that a port in use fails before any thread or socket is started.
+    limitRequestTime(options.requestReadSeconds());
+    this.server = HttpServer.create(new InetSocketAddress(options.host(), options.port()), 0);
+    HttpServer metrics = null;
+    KvEventSubscriber events = null;
+    EngineMetricsScraper scrapes = null;
+    HfTokenizer tokenizer = null;
+    try {
+      if (options.metricsPort() >= 0) {
+        metrics = HttpServer.create(new InetSocketAddress(options.host(), options.metricsPort()), 0);
+      }
+      this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      RouterMetrics routerMetrics = new RouterMetrics();
+      this.router = Router.newBuilder().policy(policy(options.policy())).blockSize(options.blockSize())
+          .listener(routerMetrics).build();
+      routerMetrics.monitor(router).bindTo(registry);
+      EventSourceMetrics eventMetrics = new EventSourceMetrics();
+      eventMetrics.bindTo(registry);
+      ScrapeMetrics scrapeMetrics = new ScrapeMetrics();
+      scrapeMetrics.bindTo(registry);
+      this.forwardMetrics = new ForwardMetrics().follow(router.workers());
+      forwardMetrics.bindTo(registry);
 
-    boolean anyEvents = false;
-    for (WorkerSpec w : options.workers()) {
-      for (int rank = 0; rank < w.ranks(); rank++) {
-        router.addWorker(w.toWorker(rank));
-      }
-      anyEvents |= w.events() != null;
-    }
-    if (anyEvents) {
-      subscriber = KvEventSubscriber.newBuilder().sink(router.eventSink()).listener(eventMetrics).build();
+      boolean anyEvents = false;
       for (WorkerSpec w : options.workers()) {
-        if (w.events() != null) {
-          subscriber.addWorker(WorkerId.of(w.name()), w.events(), w.replay(), w.topic(), w.ranks());
+        for (int rank = 0; rank < w.ranks(); rank++) {
+          router.addWorker(w.toWorker(rank));
         }
+        anyEvents |= w.events() != null;
       }
-      subscriber.start();
-    } else {
-      subscriber = null;
+      if (anyEvents) {
+        events = KvEventSubscriber.newBuilder().sink(router.eventSink()).listener(eventMetrics).build();
+        for (WorkerSpec w : options.workers()) {
+          if (w.events() != null) {
+            events.addWorker(WorkerId.of(w.name()), w.events(), w.replay(), w.topic(), w.ranks());
+          }
+        }
+        events.start();
+      }
+      if (!options.scrapeInterval().isZero()) {
+        scrapes = EngineMetricsScraper.newBuilder(router).interval(options.scrapeInterval()).listener(scrapeMetrics)
+            .build();
+        scrapes.start();
+      }
+      RoutingForwarder.Builder fb = RoutingForwarder.newBuilder(router);
+      if (options.tokenizer() == TokenizerMode.LOCAL) {
+        tokenizer = HfTokenizer.load(Objects.requireNonNull(options.tokenizerDir()));
+        fb.tokenizer(options.tokenizerFallback()
+            ? FallbackTokenizer.of(tokenizer, OkHttpTokenizer.newBuilder().router(router).build())
+            : tokenizer);
+      }
+      if (options.tokenizer() == TokenizerMode.WORKER) {
+        fb.tokenizer(OkHttpTokenizer.newBuilder().router(router).build()); // healthy workers, hedged, 2 s budget
+      }
+      this.forwarder = fb.build();
+    } catch (IOException | RuntimeException | Error e) {
+      // Nothing started is left running: a caller that retries (another port, a fixed tokenizer path) leaks nothing.
+      release(server);
+      if (metrics != null) {
+        release(metrics);
+      }
+      if (scrapes != null) {
+        scrapes.close();
+      }
+      if (events != null) {
+        events.close();
+      }
+      if (tokenizer != null) {
+        tokenizer.close();
+      }
+      throw e;
     }
-    if (!options.scrapeInterval().isZero()) {
-      scraper = EngineMetricsScraper.newBuilder(router).interval(options.scrapeInterval()).listener(scrapeMetrics)
-          .build();
-      scraper.start();
-    } else {
-      scraper = null;
-    }
-    RoutingForwarder.Builder fb = RoutingForwarder.newBuilder(router);
-    if (options.tokenizer() == TokenizerMode.LOCAL) {
-      localTokenizer = HfTokenizer.load(Objects.requireNonNull(options.tokenizerDir()));
-      fb.tokenizer(options.tokenizerFallback()
-          ? FallbackTokenizer.of(localTokenizer, OkHttpTokenizer.newBuilder().router(router).build())
-          : localTokenizer);
-    } else {
-      localTokenizer = null;
-    }
-    if (options.tokenizer() == TokenizerMode.WORKER) {
-      fb.tokenizer(OkHttpTokenizer.newBuilder().router(router).build()); // healthy workers, hedged, 2 s budget
-    }
-    this.forwarder = fb.build();
+    this.metricsServer = metrics;
+    this.subscriber = events;
+    this.scraper = scrapes;
+    this.localTokenizer = tokenizer;
 
     AtomicInteger threads = new AtomicInteger();
     this.executor = new ThreadPoolExecutor(0, MAX_CONCURRENT_REQUESTS, 60, TimeUnit.SECONDS,
@@ -201,18 +227,23 @@ public final class Gateway implements AutoCloseable {
           t.setDaemon(true);
           return t;
         });
-    limitRequestTime(options.requestReadSeconds());
-    this.server = HttpServer.create(new InetSocketAddress(options.host(), options.port()), 0);
     server.setExecutor(executor);
     server.createContext("/", this::handle);
-    if (options.metricsPort() >= 0) {
-      metricsServer = HttpServer.create(new InetSocketAddress(options.host(), options.metricsPort()), 0);
+    if (metricsServer != null) {
       metricsServer.createContext("/metrics", this::metrics);
       metricsServer.start();
-    } else {
-      metricsServer = null;
     }
     server.start();
+  }
+
+  /**
+   * Unbinds a server that was never started. The JDK closes a listening channel registered with a selector only at
+   * that selector's next select, which only the dispatcher thread {@code start()} launches does; {@code stop} alone
+   * would leave the port bound until the process exits.
+   */
+  private static void release(HttpServer unstarted) {
+    unstarted.start();
+    unstarted.stop(0);
   }
 
   /**

@@ -221,6 +221,39 @@ class GatewayEndToEndTest {
     return (Map<?, ?>) ((Map<?, ?>) Json.parse(response.body())).get("error");
   }
 
+  /**
+   * A start that fails after the event subscriber and the scraper started (the tokenizer directory has no {@code
+   * tokenizer.json}) leaves nothing behind: both ports can be bound again and neither background thread runs, so a
+   * caller that retries leaks nothing.
+   */
+  @Test
+  void aFailedStartReleasesItsPortsAndStopsItsThreads(@org.junit.jupiter.api.io.TempDir Path noTokenizer)
+      throws Exception {
+    SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName(MODEL).build())
+        .speedup(50).build();
+    sims.add(sim);
+    int port = freePort();
+    int metricsPort = freePort();
+    long subscribersBefore = threadsNamed("kvroute-zmq-subscriber");
+    long scrapersBefore = threadsNamed("kvroute-metrics-scraper");
+    java.io.IOException failure = assertThrows(java.io.IOException.class, () -> Gateway.start(Gateway.parse(
+        new String[] {"--worker", "only=" + sim.baseUri() + ",events=" + sim.kvEventsEndpoint(), "--tokenizer",
+            noTokenizer.toString(), "--port", Integer.toString(port), "--metrics-port",
+            Integer.toString(metricsPort)})));
+    assertTrue(failure.getMessage().contains("tokenizer.json"), failure.getMessage());
+    for (int p : new int[] {port, metricsPort}) {
+      try (java.net.ServerSocket again = new java.net.ServerSocket()) {
+        again.bind(new java.net.InetSocketAddress("127.0.0.1", p)); // throws if the failed start still holds it
+      }
+    }
+    Await.until(() -> threadsNamed("kvroute-zmq-subscriber") <= subscribersBefore
+        && threadsNamed("kvroute-metrics-scraper") <= scrapersBefore, () -> "the failed start's threads ended");
+  }
+
+  private static long threadsNamed(String name) {
+    return Thread.getAllStackTraces().keySet().stream().filter(t -> t.isAlive() && t.getName().equals(name)).count();
+  }
+
   @Test
   void withTokenIdsOnlyTheGatewayRoutesWithoutTokenizing() throws Exception {
     SimServer sim = SimServer.newBuilder().engine(SimEngineConfig.newBuilder().modelName(MODEL).build())
@@ -294,7 +327,7 @@ class GatewayEndToEndTest {
       if (c.startsWith("java ") && c.contains(" io.kvroute.sim.SimMain ")) {
         startSimProcess(argsAfter(c, "io.kvroute.sim.SimMain"));
       } else if (c.startsWith("java ") && c.contains(" io.kvroute.examples.Gateway ")) {
-        gateway = Gateway.start(Gateway.parse(argsAfter(c, "io.kvroute.examples.Gateway").toArray(new String[0])));
+        gateway = startGateway(command, ports);
       } else if (c.startsWith("until curl ")) {
         waits++;
         awaitHealthy(c);
@@ -411,6 +444,28 @@ class GatewayEndToEndTest {
       current.setLength(0);
     }
     return commands;
+  }
+
+  /**
+   * Starts the README's gateway in this JVM with its ports remapped. A port {@link #freePort} found free can be taken
+   * by another process before the gateway binds it; then the gateway's own ports ({@code --port}, {@code
+   * --metrics-port}) are remapped again, in {@code ports} so that the commands after it follow.
+   */
+  private static Gateway startGateway(String command, Map<String, String> ports) throws java.io.IOException {
+    for (int attempt = 1; ; attempt++) {
+      String c = remap(command, ports);
+      try {
+        return Gateway.start(Gateway.parse(argsAfter(c, "io.kvroute.examples.Gateway").toArray(new String[0])));
+      } catch (java.io.IOException e) {
+        if (attempt == 3 || !(e instanceof java.net.BindException || e.getCause() instanceof java.net.BindException)) {
+          throw e;
+        }
+        Matcher own = Pattern.compile("--(?:metrics-)?port (\\d+)").matcher(command);
+        while (own.find()) {
+          ports.put(own.group(1), Integer.toString(freePort()));
+        }
+      }
+    }
   }
 
   private static String remap(String command, Map<String, String> ports) {
