@@ -50,7 +50,9 @@ import java.util.Objects;
  * to those that arrive at the worker and wait behind it ({@link #externality}), the delay its KV blocks beyond a full
  * cache add to them ({@link #memoryExternality}), and, when the prompt's longest
  * cached prefix is reused for the first time at a full holder, the room the holder's copy keeps taking once a copy
- * elsewhere leaves it without users ({@link #holderCopyGoesStale}).
+ * elsewhere leaves it without users ({@link #holderCopyGoesStale}), and, where the request would wait behind a prompt
+ * queued there, the wait of the second successor of the pair the two make when they finish together (closed-loop
+ * clients send their next requests as they finish; {@link #lockstepCollision}, from decode gaps the policy samples).
  * Three rules bound what the cost may buy: a worker whose predicted TTFT exceeds the lowest by more than this
  * request's own prefill there plus what the fastest choice would cost the others is passed over (no request waits
  * for a cache longer than using it saves, see {@link #waitsNoLongerThanTheCacheSaves}); so is one
@@ -89,6 +91,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * (a worker added, removed, slowed) is followed within a few hundred requests.
    */
   static final int SERVED_WINDOWS = 8;
+  /**
+   * The decode gaps kept ({@link #learnDecodeGap}): the latest pairs sampled across the fleet, whose mean of
+   * {@link #lockstepCollision} terms weighs each one a sixteenth.
+   */
+  static final int DECODE_GAPS = 16;
+  /** Mean service times after which a sampled pair still open is dropped (see learnDecodeGap). */
+  static final int ABANDON_SERVICES = 8;
 
   private final PredictedTtftConfig config;
   private final double keep;
@@ -96,6 +105,13 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   private final Map<WorkerId, Model> models = new HashMap<>();
   private final PlacementCounts placements = new PlacementCounts(PLACEMENT_DECAY);
   private final Model fleet = new Model();
+  /**
+   * The latest sampled decode gaps, in nanoseconds (see {@link #learnDecodeGap}): for two requests whose first
+   * tokens came on one worker within a prefill of each other, the second's decode time less the first's.
+   */
+  private final double[] decodeGaps = new double[DECODE_GAPS];
+  private int decodeGapCount;
+  private int decodeGapNext;
 
   PredictedTtftPolicy(PredictedTtftConfig config) {
     this.config = Objects.requireNonNull(config, "config");
@@ -203,6 +219,22 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     long prefillStartedAt = Long.MIN_VALUE;
     /** The prompt tokens queued here without a first token when this policy last looked (see queueLeftNanos). */
     long queueSeen;
+    /**
+     * The mean prefill work, in nanoseconds, of the requests the router sent here (their uncached tokens at the
+     * learned speed, as the cost counted them; an exponential window of {@code learningWindow}); NaN before any.
+     */
+    double prefillWork = Double.NaN;
+    /**
+     * A pair of this router's requests whose first tokens came here within one {@link #prefillWork} of each other,
+     * sampled for how far apart they finish (see {@link #learnDecodeGap}): the first and second, their first-token
+     * and completion times (completion {@link Long#MIN_VALUE} until closed).
+     */
+    Routing pairFirst;
+    Routing pairSecond;
+    long pairFirstTokenAt;
+    long pairSecondTokenAt;
+    long pairFirstEnd = Long.MIN_VALUE;
+    long pairSecondEnd = Long.MIN_VALUE;
     /**
      * The shared prefixes routed here, by the sequence hash of their last shared block, with their length in blocks:
      * an LRU model of the warm part of the worker's cache (unique tails are freed first by the engine and are not
@@ -400,7 +432,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       Model m = byCandidate[i];
       cost(c, i, m, m.blend(m.b, fleetSlope), m.blend(m.a, fleetIntercept), maxHitBlocks, bestHit);
       exts[i] = externality(i, m, shareSum) + memoryExternality(i, m, shareSum);
-      costs[i] += exts[i];
+      costs[i] += exts[i] + lockstep(c, i, m);
       minTtft = Math.min(minTtft, ttfts[i]);
       if (ttfts[i] < ttfts[fastest]) {
         fastest = i;
@@ -499,6 +531,8 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     }
     chosen.queueSeen = c.prefillTokens(choice) + Math.max(0, c.requestTokens() - Math.round(chosenHit * blockSize));
     learnRoutedShares(n, choice);
+    chosen.prefillWork = Double.isNaN(chosen.prefillWork) ? works[choice]
+        : chosen.prefillWork * keep + (1 - keep) * works[choice];
     learnPromptBlocks(c.requestBlocks());
     // The prefix this request shares, as long as the index shows it: where the holder's copy is evicted before its
     // turn, the request computes it again, and the worker caches it whole.
@@ -680,6 +714,88 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     works[i] = slope * uncached;
     costs[i] = ttft + price;
     return costs[i];
+  }
+
+  /**
+   * The expected delay, in nanoseconds, that placing this request at candidate {@code i} adds to a successor of the
+   * pair it would make there with the request ahead of it (see {@link #lockstepCollision}): with a prompt queued there,
+   * the latest queued, whose first token comes one own prefill ({@code owns[i]}) before this one's. 0 with nothing
+   * queued (pricing a pair with the request whose first token came there last as well moved the Mooncake trace's
+   * cached-token ratio under its target; see docs/ROUTING.md) and before a decode gap is sampled.
+   */
+  private double lockstep(Candidates c, int i, Model m) {
+    if (decodeGapCount == 0 || c.prefillTokens(i) <= 0) {
+      return 0;
+    }
+    return lockstepCollision(decodeGaps, decodeGapCount, owns[i], m.prefillWork);
+  }
+
+  /**
+   * The expected wait, in nanoseconds, of the second of two successors sent together when a request whose first
+   * token comes {@code gap} nanoseconds after the one ahead of it on a worker finishes about when that one does:
+   * the mean over the sampled decode gaps {@code e} (the later request's decode time less the earlier one's) of
+   * {@code max(0, successorPrefill - |gap + e|)}, 0 with no sample or no prefill known.
+   *
+   * <p>In a closed loop each finish sends its client's next request. Two requests on one worker finish
+   * {@code |gap + e|} apart; their successors are sent as far apart, and where both go to the worker the pair leaves
+   * room on, the second waits for what is left of the first's prefill there, {@code successorPrefill} (the worker's
+   * mean prefill work per request) less the head start. With output lengths drawn from a spread, {@code e} is seconds
+   * and the term vanishes; with one output length for every request (the suite's 128 tokens), two requests batched
+   * together decode in lockstep, {@code e} is a step or two, and a request joining a worker behind a queued prompt
+   * makes a pair that finishes together. It is the wait if the second successor is sent there too, an upper bound on
+   * what it pays elsewhere (it goes elsewhere only where that costs it less).
+   */
+  static double lockstepCollision(double[] gaps, int count, double gap, double successorPrefill) {
+    if (count <= 0 || !(successorPrefill > 0)) {
+      return 0;
+    }
+    double sum = 0;
+    for (int k = 0; k < count; k++) {
+      sum += Math.max(0, successorPrefill - Math.abs(gap + gaps[k]));
+    }
+    return sum / count;
+  }
+
+  /**
+   * Samples how far apart two requests finish that began decoding together: at a first token on a worker with no
+   * pair sampled, the request becomes the pair's first; the next first token there within the worker's mean prefill
+   * work ({@link Model#prefillWork}) of it becomes the second (a later one starts a new pair); when both have closed,
+   * the second's decode time less the first's joins {@link #decodeGaps}. A pair left open for
+   * {@value #ABANDON_SERVICES} mean service times (a handle never closed) is dropped.
+   */
+  private void learnDecodeGap(Model m, Routing routing, long at, boolean firstToken) {
+    if (firstToken) {
+      if (m.pairFirst != null && m.pairSecond == null && at - m.pairFirstTokenAt <= m.prefillWork
+          && m.pairFirstEnd == Long.MIN_VALUE) {
+        m.pairSecond = routing;
+        m.pairSecondTokenAt = at;
+      } else if (m.pairFirst == null || m.pairSecond == null
+          || (m.serviceNanos > 0 && at - m.pairFirstTokenAt > ABANDON_SERVICES * m.serviceNanos)) {
+        m.pairFirst = routing;
+        m.pairFirstTokenAt = at;
+        m.pairSecond = null;
+        m.pairFirstEnd = Long.MIN_VALUE;
+        m.pairSecondEnd = Long.MIN_VALUE;
+      }
+      return;
+    }
+    if (routing == m.pairFirst) {
+      m.pairFirstEnd = at;
+    } else if (routing == m.pairSecond) {
+      m.pairSecondEnd = at;
+    } else {
+      return;
+    }
+    if (m.pairSecond == null) {
+      m.pairFirst = null; // closed before a partner came
+    } else if (m.pairFirstEnd != Long.MIN_VALUE && m.pairSecondEnd != Long.MIN_VALUE) {
+      decodeGaps[decodeGapNext] =
+          (m.pairSecondEnd - m.pairSecondTokenAt) - (double) (m.pairFirstEnd - m.pairFirstTokenAt);
+      decodeGapNext = (decodeGapNext + 1) % DECODE_GAPS;
+      decodeGapCount = Math.min(DECODE_GAPS, decodeGapCount + 1);
+      m.pairFirst = null;
+      m.pairSecond = null;
+    }
   }
 
   /**
@@ -1623,6 +1739,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       return;
     }
     m.lastStepEndAt = routing.bookedAtNanos + elapsedNanos;
+    learnDecodeGap(m, routing, m.lastStepEndAt, true);
     m.prefillStartedAt = m.lastStepEndAt; // the step that ended this prefill starts the next queued one
     if (!routing.decodeCounted) {
       routing.decodeCounted = true;
@@ -1668,6 +1785,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       routing.decodeCounted = false;
       decodeEnded(m, routing.bookedAtNanos, m.decodeFirstTokenSum / m.decoding);
     }
+    if (m != null && elapsedNanos >= 0) {
+      learnDecodeGap(m, routing, routing.bookedAtNanos + elapsedNanos, false);
+    }
     closed(routing.workerId(), routing.bookedAtNanos, elapsedNanos);
   }
 
@@ -1697,6 +1817,11 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   synchronized double decodeAgeSeconds(WorkerId worker, long nowNanos) {
     Model m = models.get(worker);
     return m == null ? Double.NaN : decodeAgeSeconds(m, nowNanos);
+  }
+
+  /** The sampled decode gaps, in nanoseconds, oldest first while fewer than {@link #DECODE_GAPS}; for tests. */
+  synchronized double[] sampledDecodeGaps() {
+    return java.util.Arrays.copyOf(decodeGaps, decodeGapCount);
   }
 
   /** The learned nanoseconds per prompt token of a worker, NaN if unknown; for tests. */

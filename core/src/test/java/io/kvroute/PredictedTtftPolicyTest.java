@@ -1011,6 +1011,67 @@ class PredictedTtftPolicyTest {
   }
 
   /**
+   * The lockstep term is the mean over the sampled decode gaps {@code e} of {@code max(0, P - |g + e|)}: with
+   * {@code P} = 30 ms of successor prefill and a first token {@code g} = 10 ms after the one ahead, gaps of -8, 0, +2
+   * and +500 ms leave the pair 2, 10, 12 and 510 ms apart, so the second successor waits 28, 20, 18 and 0 ms: 16.5 ms
+   * on average. A pair that finishes a prefill or more apart costs nothing (gaps of a second either way, as spread
+   * outputs make), and neither does a worker with no sample or no prefill learned.
+   */
+  @Test
+  void theLockstepTermIsTheSecondSuccessorsMeanWait() {
+    double ms = 1e6;
+    double[] gaps = {-8 * ms, 0, 2 * ms, 500 * ms};
+    assertEquals(16.5 * ms, PredictedTtftPolicy.lockstepCollision(gaps, 4, 10 * ms, 30 * ms), 1e-6);
+    assertEquals(28 * ms, PredictedTtftPolicy.lockstepCollision(gaps, 1, 10 * ms, 30 * ms), 1e-6, "first sample only");
+    double[] spread = {-1_000 * ms, 1_200 * ms, -40 * ms, 45 * ms};
+    assertEquals(0.0, PredictedTtftPolicy.lockstepCollision(spread, 4, 10 * ms, 30 * ms), 0.0);
+    assertEquals(0.0, PredictedTtftPolicy.lockstepCollision(gaps, 0, 10 * ms, 30 * ms), 0.0, "no sample");
+    assertEquals(0.0, PredictedTtftPolicy.lockstepCollision(gaps, 4, 10 * ms, Double.NaN), 0.0, "no prefill known");
+  }
+
+  /**
+   * A decode gap is sampled from two requests whose first tokens come on one worker together (within its mean
+   * prefill work): first tokens both at 10 ms, closes at 110 and 130 ms, so the second decoded 120 ms against the
+   * first's 100, a gap of +20 ms. A request closed before any partner's first token gives no sample, nor does one
+   * whose next first token there comes a second later (that one starts a new pair instead), and a handle's second
+   * close counts once.
+   */
+  @Test
+  void aDecodeGapIsSampledFromTwoRequestsThatBeganDecodingTogether() {
+    PredictedTtftPolicy policy = new PredictedTtftPolicy(PredictedTtftConfig.DEFAULT);
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().policy(policy).ticker(ticker).randomSeed(1).build();
+    router.addWorker(A);
+    Routing first = router.select(PROMPT);
+    Routing second = router.select(PROMPT);
+    ticker.advance(Duration.ofMillis(10));
+    first.firstToken();
+    second.firstToken();
+    ticker.advance(Duration.ofMillis(100));
+    first.close();
+    first.close();
+    assertEquals(0, policy.sampledDecodeGaps().length, "the pair is open until both close");
+    ticker.advance(Duration.ofMillis(20));
+    second.close();
+    assertEquals(1, policy.sampledDecodeGaps().length);
+    assertEquals(20e6, policy.sampledDecodeGaps()[0], 1e-6);
+
+    Routing alone = router.select(PROMPT);
+    alone.firstToken();
+    ticker.advance(Duration.ofMillis(50));
+    alone.close();
+    Routing early = router.select(PROMPT);
+    Routing late = router.select(PROMPT);
+    early.firstToken();
+    ticker.advance(Duration.ofSeconds(1));
+    late.firstToken();
+    ticker.advance(Duration.ofMillis(100));
+    early.close();
+    late.close();
+    assertEquals(1, policy.sampledDecodeGaps().length, "no partner within a prefill: no sample");
+  }
+
+  /**
    * A worker's decode age is the time since each of this router's requests there had its first token, summed over
    * those not yet closed: requests booked at 0 and 20 ms with first tokens at 10 and 50 ms make 1.0 + 0.96 s at
    * 1.01 s. The handle keeps no first-token time, so a close takes off the mean first-token wait of those decoding
