@@ -28,17 +28,8 @@ final class Await {
   }
 
   static void until(BooleanSupplier condition, Supplier<String> what) {
-    long deadline = System.nanoTime() + 30_000_000_000L;
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() - deadline > 0) {
-        fail("timed out waiting for " + what.get());
-      }
-      try {
-        Thread.sleep(5);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        fail("interrupted");
-      }
+    if (!within(Duration.ofSeconds(30), condition)) {
+      fail(Thread.currentThread().isInterrupted() ? "interrupted" : "timed out waiting for " + what.get());
     }
   }
 }
