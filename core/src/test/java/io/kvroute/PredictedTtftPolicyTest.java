@@ -1163,6 +1163,71 @@ class PredictedTtftPolicyTest {
         window);
   }
 
+  /**
+   * The normal distribution function against values any table gives (Phi(0) = 1/2, Phi(1) = 0.8413447, Phi(1.96) =
+   * 0.9750021, Phi(-2.326348) = 0.01), within the approximation's 1.5e-7; and for seeded random arguments its
+   * symmetry (Phi(z) + Phi(-z) = 1) and monotonicity.
+   */
+  @Test
+  void theNormalDistributionFunctionMatchesItsTableAndIsSymmetric() {
+    assertEquals(0.5, PredictedTtftPolicy.normalCdf(0), 1e-7);
+    assertEquals(0.8413447, PredictedTtftPolicy.normalCdf(1), 2e-7);
+    assertEquals(0.1586553, PredictedTtftPolicy.normalCdf(-1), 2e-7);
+    assertEquals(0.9750021, PredictedTtftPolicy.normalCdf(1.96), 2e-7);
+    assertEquals(0.01, PredictedTtftPolicy.normalCdf(-2.326348), 2e-7);
+    SplittableRandom random = new SplittableRandom(15);
+    for (int i = 0; i < 1_000; i++) {
+      double z = random.nextDouble(-8, 8);
+      double dz = random.nextDouble(1e-3, 1);
+      assertEquals(1, PredictedTtftPolicy.normalCdf(z) + PredictedTtftPolicy.normalCdf(-z), 1e-7, "z = " + z);
+      assertTrue(PredictedTtftPolicy.normalCdf(z + dz) >= PredictedTtftPolicy.normalCdf(z), "z = " + z);
+    }
+  }
+
+  /**
+   * With the estimate's error unknown, the memory wait counts whole only where the estimate exceeds the cache; with a
+   * mean squared error of 25 blocks² (a standard deviation of 5), a worker 5 blocks short of full waits with the
+   * probability that a normal error exceeds one standard deviation (0.1587), one exactly full with 1/2, one 10 over
+   * with Phi(2) = 0.9772.
+   */
+  @Test
+  void theMemoryWaitIsWeighedByTheChanceTheEstimateIsShort() {
+    assertEquals(1.0, PredictedTtftPolicy.memoryWaitProbability(0.5, Double.NaN), 0.0);
+    assertEquals(0.0, PredictedTtftPolicy.memoryWaitProbability(-0.5, Double.NaN), 0.0);
+    assertEquals(0.0, PredictedTtftPolicy.memoryWaitProbability(0, Double.NaN), 0.0);
+    assertEquals(0.0, PredictedTtftPolicy.memoryWaitProbability(-3, 0), 0.0, "an error of 0 is the estimate alone");
+    assertEquals(0.1586553, PredictedTtftPolicy.memoryWaitProbability(-5, 25), 2e-7);
+    assertEquals(0.5, PredictedTtftPolicy.memoryWaitProbability(0, 25), 2e-7);
+    assertEquals(0.9772499, PredictedTtftPolicy.memoryWaitProbability(10, 25), 2e-7);
+  }
+
+  /**
+   * The estimate's error against a report, before the report teaches the footprint: a full 585-block cache at 90%
+   * usage pins 526.5 blocks where 500 booked at a footprint of 1 estimate 500, an error of 26.5 blocks, whose square
+   * the first report sets. A second report at 500 / 585 usage (no error) moves it by 8 / learningWindow towards 0.
+   * Reports the footprint does not use (a request waiting, no more booked than a mean prompt, the cache not known
+   * full) teach nothing.
+   */
+  @Test
+  void thePinnedErrorIsTheEstimatesMissAtEachReport() {
+    int window = PredictedTtftConfig.DEFAULT.learningWindow();
+    PredictedTtftPolicy.Model m = fullModel();
+    PredictedTtftPolicy.learnPinnedError(new EngineLoad(4, 0, 0.9, 20), m, 500, 32, window);
+    assertEquals(26.5 * 26.5, m.pinnedSquaredError, 1e-9);
+    PredictedTtftPolicy.learnPinnedError(new EngineLoad(4, 0, 500.0 / 585, 30), m, 500, 32, window);
+    assertEquals(26.5 * 26.5 * (1 - 8.0 / window), m.pinnedSquaredError, 1e-9);
+    PredictedTtftPolicy.Model waiting = fullModel();
+    PredictedTtftPolicy.learnPinnedError(new EngineLoad(3, 1, 0.9, 20), waiting, 500, 32, window);
+    assertTrue(Double.isNaN(waiting.pinnedSquaredError), "a request waiting");
+    PredictedTtftPolicy.Model small = fullModel();
+    PredictedTtftPolicy.learnPinnedError(new EngineLoad(1, 0, 0.1, 20), small, 32, 32, window);
+    assertTrue(Double.isNaN(small.pinnedSquaredError), "no more booked than a mean prompt");
+    PredictedTtftPolicy.Model notFull = fullModel();
+    notFull.filled = false;
+    PredictedTtftPolicy.learnPinnedError(new EngineLoad(4, 0, 0.9, 20), notFull, 500, 32, window);
+    assertTrue(Double.isNaN(notFull.pinnedSquaredError), "cache not known full");
+  }
+
   private static PredictedTtftPolicy.Model fullModel() {
     PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
     m.filled = true;
