@@ -30,6 +30,27 @@ public final class Await {
   }
 
   /**
+   * Whether {@code condition} holds within {@code timeout}, polled every 5 ms: for retrying an action that a lossy
+   * transport may drop (a ZeroMQ subscriber misses what is published before it connects).
+   *
+   * @param timeout how long to poll
+   * @param condition polled until true
+   * @return whether it held in time
+   * @throws InterruptedException if interrupted while waiting
+   */
+  public static boolean within(Duration timeout, BooleanSupplier condition) throws InterruptedException {
+    Objects.requireNonNull(condition, "condition");
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        return false;
+      }
+      Thread.sleep(5);
+    }
+    return true;
+  }
+
+  /**
    * Waits up to {@code timeout} for {@code condition}.
    *
    * @param timeout the deadline
@@ -40,14 +61,9 @@ public final class Await {
    */
   public static void until(Duration timeout, BooleanSupplier condition, Supplier<String> what)
       throws InterruptedException {
-    Objects.requireNonNull(condition, "condition");
     Objects.requireNonNull(what, "what");
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() - deadline > 0) {
-        Assertions.fail("timed out after " + timeout + " waiting for " + what.get());
-      }
-      Thread.sleep(5);
+    if (!within(timeout, condition)) {
+      Assertions.fail("timed out after " + timeout + " waiting for " + what.get());
     }
   }
 }

@@ -1,8 +1,10 @@
 package io.kvroute.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
 import io.kvroute.BlockHasher;
@@ -64,6 +66,16 @@ class TestkitTest {
     AssertionFailedError e = assertThrows(AssertionFailedError.class,
         () -> Await.until(Duration.ofMillis(20), () -> false, () -> "state: never"));
     assertEquals(true, e.getMessage().contains("state: never"), e.getMessage());
+  }
+
+  @Test
+  void withinSaysWhetherTheConditionHeldInTime() throws InterruptedException {
+    AtomicInteger polls = new AtomicInteger();
+    assertTrue(Await.within(Duration.ofSeconds(20), () -> polls.incrementAndGet() >= 3));
+    assertEquals(3, polls.get(), "returns at the first poll that holds");
+    AtomicInteger never = new AtomicInteger();
+    assertFalse(Await.within(Duration.ofMillis(20), () -> never.incrementAndGet() < 0));
+    assertTrue(never.get() >= 2, "polled until the deadline, then once more: " + never.get());
   }
 
   @Test

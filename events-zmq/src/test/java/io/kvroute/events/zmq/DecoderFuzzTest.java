@@ -7,6 +7,7 @@ import io.kvroute.IndexInvariants;
 import io.kvroute.KvEvent;
 import io.kvroute.KvIndexer;
 import io.kvroute.WorkerId;
+import io.kvroute.testkit.Await;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -61,7 +62,7 @@ class DecoderFuzzTest {
   /** The same mutations over real sockets, with random frame counts: the subscriber counts, drops and carries on. */
   @ParameterizedTest(name = "seed {0}")
   @MethodSource("seeds")
-  void mutatedMessagesOnTheWire_areCountedAndTheSubscriberCarriesOn(long seed) {
+  void mutatedMessagesOnTheWire_areCountedAndTheSubscriberCarriesOn(long seed) throws InterruptedException {
     SplittableRandom random = new SplittableRandom(seed);
     List<byte[]> corpus = corpus(random);
     KvIndexer index = KvIndexer.newBuilder().blockSize(16).maxEntries(20_000).build();

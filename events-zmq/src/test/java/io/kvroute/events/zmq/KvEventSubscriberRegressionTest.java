@@ -15,6 +15,7 @@ import io.kvroute.Router;
 import io.kvroute.Routing;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.testkit.Await;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
@@ -53,7 +54,7 @@ class KvEventSubscriberRegressionTest {
 
   /** Item 1: the live copy of a batch that a replay already applied arrives late; it is a duplicate. */
   @Test
-  void lateLiveCopyOfAReplayedBatch_isADuplicate_notARestart() {
+  void lateLiveCopyOfAReplayedBatch_isADuplicate_notARestart() throws InterruptedException {
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("engine");
     try (KvEventPublisher p = KvEventPublisher.newBuilder().replayEndpoint("tcp://127.0.0.1:0").build();
@@ -86,7 +87,7 @@ class KvEventSubscriberRegressionTest {
    * they are not counted as stored while the router would have dropped them.
    */
   @Test
-  void eventsBeforeTheWorkerIsRegistered_areHeld_andAppliedOnRegistration() {
+  void eventsBeforeTheWorkerIsRegistered_areHeld_andAppliedOnRegistration() throws InterruptedException {
     Router router = Router.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("early");
     int[] prompt = tokens(0, 3);
@@ -109,7 +110,7 @@ class KvEventSubscriberRegressionTest {
 
   /** Item 6: held too long, such events are dropped loudly and counted, and the engine's ring is replayed later. */
   @Test
-  void eventsOfAnUnregisteredWorker_heldTooLong_areDroppedAndCounted_thenReplayedOnRegistration() {
+  void eventsOfAnUnregisteredWorker_heldTooLong_areDroppedAndCounted_thenReplayedOnRegistration() throws InterruptedException {
     Router router = Router.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("late");
     List<String> dropped = new CopyOnWriteArrayList<>();
@@ -147,7 +148,7 @@ class KvEventSubscriberRegressionTest {
 
   /** Item 6: a payload naming a rank its source does not have creates no slot in a bare index. */
   @Test
-  void batchNamingAnUnknownRank_isDropped_andCreatesNoSlotInABareIndex() {
+  void batchNamingAnUnknownRank_isDropped_andCreatesNoSlotInABareIndex() throws InterruptedException {
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
     try (ZContext ctx = new ZContext(1);
         KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(index).build()) {
@@ -172,7 +173,7 @@ class KvEventSubscriberRegressionTest {
 
   /** Item 7: with an allow-list, a subscriber whose key is not listed reads neither the stream nor the replay. */
   @Test
-  void curveAllowList_admitsListedSubscribersOnly_liveAndReplay() {
+  void curveAllowList_admitsListedSubscribersOnly_liveAndReplay() throws InterruptedException {
     CurveKeyPair server = CurveKeyPair.generate();
     CurveKeyPair allowed = CurveKeyPair.generate();
     CurveKeyPair stranger = CurveKeyPair.generate();
@@ -256,7 +257,7 @@ class KvEventSubscriberRegressionTest {
    * with the same salt.
    */
   @Test
-  void saltedVllmBlocks_matchOnlyRequestsWithTheSameSalt() {
+  void saltedVllmBlocks_matchOnlyRequestsWithTheSameSalt() throws InterruptedException {
     Router router = Router.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("salted");
     router.addWorker(Worker.of(worker, URI.create("http://127.0.0.1:1")));
@@ -326,7 +327,7 @@ class KvEventSubscriberRegressionTest {
 
   /** Issue 12 and the health model: one registration, in the router; the subscriber follows and reports states. */
   @Test
-  void subscriberFollowsTheRegistry_andReportsItsStreamStates() {
+  void subscriberFollowsTheRegistry_andReportsItsStreamStates() throws InterruptedException {
     Router router = Router.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("registered");
     List<EventStreamState> states = new CopyOnWriteArrayList<>();
@@ -413,7 +414,7 @@ class KvEventSubscriberRegressionTest {
    * entries are purged and only the new engine's are kept.
    */
   @Test
-  void restartFirstSeenAheadOfTheLastSequence_purgesTheOldEngine() {
+  void restartFirstSeenAheadOfTheLastSequence_purgesTheOldEngine() throws InterruptedException {
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("restarted");
     try (KvEventSubscriber subscriber = KvEventSubscriber.newBuilder().sink(index)
@@ -464,7 +465,7 @@ class KvEventSubscriberRegressionTest {
    * purge; the rest of the replay window is recovered and replays are not cooled down.
    */
   @Test
-  void oversizedBatch_isSkippedWithOneCountedPurge_andTheRestOfTheReplayRecovers() {
+  void oversizedBatch_isSkippedWithOneCountedPurge_andTheRestOfTheReplayRecovers() throws InterruptedException {
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("oversized");
     try (KvEventPublisher p = KvEventPublisher.newBuilder().replayEndpoint("tcp://127.0.0.1:0").build();

@@ -17,6 +17,7 @@ import io.kvroute.Routing;
 import io.kvroute.StorageTier;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.testkit.Await;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -63,7 +64,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void publisherToSubscriberToRouter_routesToTheWorkerHoldingThePrefix() {
+  void publisherToSubscriberToRouter_routesToTheWorkerHoldingThePrefix() throws InterruptedException {
     Router router = Router.newBuilder().blockSize(BLOCK).policy(RouterPolicy.kvAware()).randomSeed(1).build();
     List<KvEventPublisher> publishers = new ArrayList<>();
     try (KvEventSubscriber subscriber = subscriber(router.eventSink())) {
@@ -103,7 +104,7 @@ class KvEventSubscriberTest {
 
   /** Drops batches on purpose at several points; replay must restore exactly the stream a lossless run sees. */
   @Test
-  void droppedBatches_areReplayed_andTheIndexEqualsALosslessRun() {
+  void droppedBatches_areReplayed_andTheIndexEqualsALosslessRun() throws InterruptedException {
     KvIndexer lossless = KvIndexer.newBuilder().blockSize(BLOCK).build();
     KvIndexer replayed = KvIndexer.newBuilder().blockSize(BLOCK).build();
     RecordingSink recording = new RecordingSink(replayed);
@@ -144,7 +145,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void initialConnect_afterTheEnginePublished_replaysFromZero() {
+  void initialConnect_afterTheEnginePublished_replaysFromZero() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     WorkerId worker = WorkerId.of("late");
     try (KvEventPublisher p = publisher().build(); KvEventSubscriber subscriber = subscriber(recording)) {
@@ -167,7 +168,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void replayTooOld_purgesAndRebuildsFromWhatTheRingHolds() {
+  void replayTooOld_purgesAndRebuildsFromWhatTheRingHolds() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     WorkerId worker = WorkerId.of("old");
     try (KvEventPublisher p = publisher().bufferSteps(2).replayWithTopic(false).build();
@@ -191,7 +192,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void gapWithoutReplayEndpoint_purgesTheWorker_andItRebuildsFromNewEvents() {
+  void gapWithoutReplayEndpoint_purgesTheWorker_andItRebuildsFromNewEvents() throws InterruptedException {
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
     RecordingSink recording = new RecordingSink(index);
     WorkerId worker = WorkerId.of("noreplay");
@@ -221,7 +222,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void replayWithoutAnswer_failsAfterARetry_purges_andCoolsDown() {
+  void replayWithoutAnswer_failsAfterARetry_purges_andCoolsDown() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     WorkerId worker = WorkerId.of("silent");
     List<String> failures = new CopyOnWriteArrayList<>();
@@ -262,7 +263,7 @@ class KvEventSubscriberTest {
 
   /** An engine restarts (sequence back to 0) with a smaller cache: its old blocks must leave the index. */
   @Test
-  void publisherRestart_withASmallerCache_removesStaleBlocks() {
+  void publisherRestart_withASmallerCache_removesStaleBlocks() throws InterruptedException {
     KvIndexer index = KvIndexer.newBuilder().blockSize(BLOCK).build();
     WorkerId worker = WorkerId.of("restarting");
     List<EventSourceListener.PurgeReason> purges = new CopyOnWriteArrayList<>();
@@ -308,7 +309,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void dataParallelRanks_areReadFromOffsetPorts_andReportedUnderTheBatchRank() {
+  void dataParallelRanks_areReadFromOffsetPorts_andReportedUnderTheBatchRank() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     for (int attempt = 0; ; attempt++) {
       int base = freePort();
@@ -353,7 +354,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void malformedMessages_areCountedAndDropped_andTheSubscriberCarriesOn() {
+  void malformedMessages_areCountedAndDropped_andTheSubscriberCarriesOn() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     List<String> errors = new CopyOnWriteArrayList<>();
     EventSourceListener listener = new EventSourceListener() {
@@ -394,7 +395,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void messagesAboveTheSizeLimit_neverReachTheSink_andTheStreamResumes() {
+  void messagesAboveTheSizeLimit_neverReachTheSink_andTheStreamResumes() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     WorkerId worker = WorkerId.of("capped");
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build(); KvEventSubscriber subscriber =
@@ -421,7 +422,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void nonPrefixCacheGroups_areDropped_includingTheirRemovals() {
+  void nonPrefixCacheGroups_areDropped_includingTheirRemovals() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     try (KvEventPublisher p = KvEventPublisher.newBuilder().build(); KvEventSubscriber subscriber =
         subscriber(recording)) {
@@ -473,7 +474,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void manyWorkers_shareOneIoThread() {
+  void manyWorkers_shareOneIoThread() throws InterruptedException {
     int workers = 256;
     RecordingSink recording = new RecordingSink();
     List<KvEventPublisher> publishers = new ArrayList<>();
@@ -507,7 +508,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void curve_encryptsAndAuthenticatesTheEngine() {
+  void curve_encryptsAndAuthenticatesTheEngine() throws InterruptedException {
     CurveKeyPair server = CurveKeyPair.generate();
     CurveKeyPair impostor = CurveKeyPair.generate();
     RecordingSink recording = new RecordingSink();
@@ -537,7 +538,7 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void lifecycle_validation_andRemoval() {
+  void lifecycle_validation_andRemoval() throws InterruptedException {
     RecordingSink recording = new RecordingSink();
     assertThrows(IllegalStateException.class, () -> KvEventSubscriber.newBuilder().build());
     KvEventSubscriber never = subscriber(recording);

@@ -7,6 +7,7 @@ import io.kvroute.KvEvent.BlockStored;
 import io.kvroute.Router;
 import io.kvroute.Worker;
 import io.kvroute.WorkerId;
+import io.kvroute.testkit.Await;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
@@ -38,7 +39,7 @@ class RegistryFollowingTest {
   }
 
   @Test
-  void anUpdateMovingTheEventsEndpointResubscribes_andOneKeepingItChangesNothing() {
+  void anUpdateMovingTheEventsEndpointResubscribes_andOneKeepingItChangesNothing() throws InterruptedException {
     Router router = Router.newBuilder().blockSize(BLOCK).build();
     try (KvEventPublisher first = KvEventPublisher.newBuilder().build();
         KvEventPublisher second = KvEventPublisher.newBuilder().build();

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvroute.KvEvent;
 import io.kvroute.WorkerId;
+import io.kvroute.testkit.Await;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,7 +32,7 @@ class StreamRecoveryPropertyTest {
 
   @ParameterizedTest(name = "seed {0}, ring {1}, replay {2}")
   @MethodSource("cases")
-  void sinkHoldsAContiguousTailOfTheStream(long seed, int ring, boolean replay) {
+  void sinkHoldsAContiguousTailOfTheStream(long seed, int ring, boolean replay) throws InterruptedException {
     SplittableRandom random = new SplittableRandom(seed);
     RecordingSink recording = new RecordingSink();
     WorkerId worker = WorkerId.of("engine");
