@@ -505,6 +505,16 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
         }
       }
     }
+    if (best < 0) {
+      // Every cost infinite or NaN (a model gone degenerate): the lowest predicted TTFT, or the first candidate.
+      best = 0;
+      for (int i = 1; i < n; i++) {
+        if (ttfts[i] < ttfts[best] || Double.isNaN(ttfts[best])) {
+          best = i;
+        }
+      }
+      bestCost = costs[best];
+    }
     // Ties (within one engine step): between two workers holding different amounts of the prompt, the one holding
     // more; between two workers that both hold as much of the prompt as any, the one with
     // the fewest prompt tokens waiting for their first token (they share this request's prefill step), then the one
@@ -831,7 +841,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     if (!(shareSum > 0) || !(meanArrivalGapNanos > 0)) {
       return 0;
     }
-    return delayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, works[i], ttfts[i] - owns[i]);
+    return delayToOthers(arrivalRate(m, shareSum), works[i], ttfts[i] - owns[i]);
   }
 
   /**
@@ -855,8 +865,17 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
     if (!(held > 0) || !(shareSum > 0) || !(meanArrivalGapNanos > 0) || Double.isNaN(m.serviceNanos)) {
       return 0;
     }
-    return memoryDelayToOthers(m.routedShare / shareSum / meanArrivalGapNanos, m.serviceNanos, held,
-        memoryCapacity(m));
+    return memoryDelayToOthers(arrivalRate(m, shareSum), m.serviceNanos, held, memoryCapacity(m));
+  }
+
+  /**
+   * The rate, per nanosecond, at which requests arrive at the worker of model {@code m}: its share of the recent
+   * selections over the mean gap between them. The gap is taken as at least a nanosecond, the ticker's resolution:
+   * selections that all read one instant (a coarse or stopped clock) drive the mean gap towards 0, and the rate's
+   * reciprocal to an infinite cost at every candidate.
+   */
+  private double arrivalRate(Model m, double shareSum) {
+    return m.routedShare / shareSum / Math.max(1, meanArrivalGapNanos);
   }
 
   /**

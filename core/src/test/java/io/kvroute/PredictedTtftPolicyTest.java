@@ -1228,6 +1228,43 @@ class PredictedTtftPolicyTest {
     assertTrue(Double.isNaN(notFull.pinnedSquaredError), "cache not known full");
   }
 
+  /**
+   * A clock that stops (every selection reads one instant: a coarse or frozen ticker) never leaves the policy without
+   * a choice. The mean gap between selections decays towards 0 at each zero gap (by 1 / 64 per selection), and after
+   * about 43,000 of them (1 ms x (63 / 64)^43,000 is under 1e-290 ns) the arrival rate it divides by overflowed: every
+   * candidate cost infinity and the selection threw an IndexOutOfBoundsException (found by the
+   * PredictedTtftSelectBenchmark). Here 200 requests are learned 1 ms apart, each with its first token and close, and
+   * then 60,000 are routed at one instant: every one must go to one of the 4 workers, and the counts must add up.
+   */
+  @Test
+  void aStoppedClockNeverLeavesTheSelectionWithoutAChoice() {
+    FakeTicker ticker = new FakeTicker();
+    Router router = Router.newBuilder().policy(RouterPolicy.predictedTtft()).ticker(ticker).randomSeed(7).build();
+    List<WorkerId> ids = List.of(WorkerId.of("w0"), WorkerId.of("w1"), WorkerId.of("w2"), WorkerId.of("w3"));
+    ids.forEach(id -> router.addWorker(Worker.of(id)));
+    List<Routing> inFlight = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      inFlight.add(router.select(Fixtures.prompt(i % 8, 64 * 16)));
+      ticker.advance(Duration.ofMillis(1));
+      if (inFlight.size() > 8) {
+        Routing done = inFlight.remove(0);
+        done.firstToken();
+        done.close();
+      }
+    }
+    inFlight.forEach(r -> {
+      r.firstToken();
+      r.close();
+    });
+    int[] chosen = new int[ids.size()];
+    for (int i = 0; i < 60_000; i++) {
+      try (Routing r = router.select(Fixtures.prompt(i % 8, 64 * 16))) {
+        chosen[ids.indexOf(r.workerId())]++;
+      }
+    }
+    assertEquals(60_000, java.util.Arrays.stream(chosen).sum());
+  }
+
   private static PredictedTtftPolicy.Model fullModel() {
     PredictedTtftPolicy.Model m = new PredictedTtftPolicy.Model();
     m.filled = true;
