@@ -706,7 +706,9 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
       // Weighed by the chance that the engine pins more than the cache in fact (see memoryWaitProbability).
       double waits = modelled ? memoryWaitProbability(over, m.pinnedSquaredError) : 0;
       if (waits > 0) {
-        double finishes = atLeastOneFinish(finishing(c, i, active, pinnedBefore - booked, Math.max(0, over)));
+        // Where the estimate has room (over <= 0), any finish frees enough: one whole finish, which finishing's
+        // bisection would reach only after its 24 steps.
+        double finishes = over > 0 ? atLeastOneFinish(finishing(c, i, active, pinnedBefore - booked, over)) : 1;
         ttft += waits * finishes * m.serviceNanos / active;
       }
       if (modelled && over > 0) {
