@@ -10,6 +10,7 @@ import io.kvroute.WorkerId;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Runs each benchmark's setup and a few calls on a small index, so that a broken benchmark fails the build. */
 class BenchmarkSmokeTest {
@@ -34,6 +35,30 @@ class BenchmarkSmokeTest {
         assertEquals(WorkerId.of("vllm-" + i % 8), chosen, "prompt " + i + " is stored on one worker");
       }
     }
+  }
+
+  /**
+   * The learned state the predictedTtft benchmark measures: after its warm-up the policy routes every one of 5,000
+   * selections to one of its 8 workers (the first form of this benchmark, on a stopped clock, threw at every
+   * selection), and the requests it leaves decoding, 2 per worker, close at tear-down.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"predictedTtft", "kvAware"})
+  void predictedTtftBenchmarkSelectsAmongItsWorkersAfterLearning(String policy) {
+    PredictedTtftSelectBenchmark benchmark = new PredictedTtftSelectBenchmark();
+    benchmark.workers = 8;
+    benchmark.active = 2;
+    benchmark.policy = policy;
+    benchmark.setUp();
+    assertEquals(16, benchmark.open.size());
+    java.util.Set<WorkerId> workers = new java.util.HashSet<>(Workload.workers(8));
+    PromptCursor cursor = new PromptCursor();
+    for (int i = 0; i < 5_000; i++) {
+      WorkerId chosen = benchmark.select(cursor);
+      assertTrue(workers.contains(chosen), "selection " + i + " chose " + chosen);
+    }
+    benchmark.tearDown();
+    assertTrue(benchmark.open.stream().allMatch(io.kvroute.Routing::isClosed));
   }
 
   @ParameterizedTest
