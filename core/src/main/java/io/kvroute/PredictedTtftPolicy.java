@@ -1,5 +1,6 @@
 package io.kvroute;
 
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -249,7 +250,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
      * tracked), linked from {@link #oldestWarm} (least recently used) to {@link #newestWarm} so that it is walked
      * without an iterator. Bounded by the cache size in blocks and {@link #MAX_PREFIXES}.
      */
-    final HashMap<Long, Warm> warm = new HashMap<>();
+    final Long2ObjectOpenHashMap<Warm> warm = new Long2ObjectOpenHashMap<>(); // primitive keys: no boxing per lookup
     Warm oldestWarm;
     Warm newestWarm;
     long warmBlocks;
