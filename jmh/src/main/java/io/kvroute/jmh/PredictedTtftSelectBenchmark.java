@@ -1,11 +1,9 @@
 package io.kvroute.jmh;
 
 import io.kvroute.EngineLoad;
-import io.kvroute.EventStreamState;
 import io.kvroute.Router;
 import io.kvroute.RouterPolicy;
 import io.kvroute.Routing;
-import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import io.kvroute.testkit.FakeTicker;
 import java.util.ArrayList;
@@ -72,11 +70,7 @@ public class PredictedTtftSelectBenchmark {
     ticker = new FakeTicker();
     RouterPolicy p = policy.equals("kvAware") ? RouterPolicy.kvAware() : RouterPolicy.predictedTtft();
     router = Router.newBuilder().policy(p).ticker(ticker).randomSeed(Workload.SEED).build();
-    List<WorkerId> ids = Workload.workers(workers);
-    for (WorkerId id : ids) {
-      router.addWorker(Worker.of(id));
-      router.reportEventStream(id, EventStreamState.LIVE);
-    }
+    List<WorkerId> ids = Workload.liveWorkers(router, workers);
     SplittableRandom random = new SplittableRandom(Workload.SEED);
     int[][] indexed = Workload.populate(router.eventSink(), ids, INDEXED_BLOCKS, PROMPT_TOKENS / Workload.BLOCK_SIZE,
         Workload.MAX_PROMPTS, random);

@@ -1,9 +1,7 @@
 package io.kvroute.jmh;
 
-import io.kvroute.EventStreamState;
 import io.kvroute.Router;
 import io.kvroute.Routing;
-import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -74,12 +72,7 @@ public class SelectBenchmark {
   @Setup(Level.Trial)
   public void setUp() {
     router = Router.newBuilder().randomSeed(Workload.SEED).build();
-    List<WorkerId> ids = Workload.workers(workers);
-    for (WorkerId id : ids) {
-      router.addWorker(Worker.of(id));
-      // As an event subscriber would: every worker's stream is live, so workers without entries are known empty.
-      router.reportEventStream(id, EventStreamState.LIVE);
-    }
+    List<WorkerId> ids = Workload.liveWorkers(router, workers);
     SplittableRandom random = new SplittableRandom(Workload.SEED);
     int[][] indexed = Workload.populate(router.eventSink(), ids, indexedBlocks, promptTokens / Workload.BLOCK_SIZE,
         Workload.MAX_PROMPTS, random);

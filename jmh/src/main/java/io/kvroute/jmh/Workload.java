@@ -1,8 +1,11 @@
 package io.kvroute.jmh;
 
 import io.kvroute.BlockHasher;
+import io.kvroute.EventStreamState;
 import io.kvroute.KvEvent;
 import io.kvroute.KvEventSink;
+import io.kvroute.Router;
+import io.kvroute.Worker;
 import io.kvroute.WorkerId;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,6 +53,21 @@ final class Workload {
     List<WorkerId> ids = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
       ids.add(WorkerId.of("vllm-" + i));
+    }
+    return ids;
+  }
+
+  /**
+   * Adds {@code count} workers ({@link #workers}) to {@code router} with live event streams, as an event subscriber
+   * would report them: workers without entries are then known empty, not scored by the router's predictions.
+   *
+   * @return the workers' ids, in order
+   */
+  static List<WorkerId> liveWorkers(Router router, int count) {
+    List<WorkerId> ids = workers(count);
+    for (WorkerId id : ids) {
+      router.addWorker(Worker.of(id));
+      router.reportEventStream(id, EventStreamState.LIVE);
     }
     return ids;
   }
