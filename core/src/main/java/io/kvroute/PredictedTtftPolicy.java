@@ -1297,6 +1297,16 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
   }
 
   /**
+   * Whether an engine report measures the blocks pinned for what is booked, which the footprint, the growth fit and
+   * the estimate's error learn from: the cache is known full (its largest tree is its size, so usage converts to
+   * blocks), nothing waits (a waiting request is booked but holds no blocks yet), and more than a mean prompt
+   * ({@code promptBlocks}) is booked (less is too little for a meaningful ratio).
+   */
+  static boolean measuresPinned(EngineLoad load, Model m, long booked, double promptBlocks) {
+    return m.filled && load.waiting() == 0 && !(booked <= promptBlocks);
+  }
+
+  /**
    * Learns how far {@link #pinnedBlocks} is off what the engine pins, from an engine report against the blocks booked
    * at the report's instant ({@code booked}): the squared difference between the reported pinned blocks (usage times
    * the cache size) and the estimate before this report updates the footprint and the growth fit (an out-of-sample
@@ -1311,7 +1321,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * predicted 16.7 ms.
    */
   static void learnPinnedError(EngineLoad load, Model m, long booked, double promptBlocks, int learningWindow) {
-    if (!m.filled || load.waiting() > 0 || booked <= promptBlocks) {
+    if (!measuresPinned(load, m, booked, promptBlocks)) {
       return;
     }
     double error = load.kvCacheUsage() * m.maxCached - pinnedBlocks(m, booked, load.observedAtNanos());
@@ -1375,7 +1385,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * minute.
    */
   static void learnGrowth(EngineLoad load, Model m, long booked, double promptBlocks, int learningWindow) {
-    if (!m.filled || load.waiting() > 0 || booked <= promptBlocks) {
+    if (!measuresPinned(load, m, booked, promptBlocks)) {
       return;
     }
     double y = load.kvCacheUsage() * m.maxCached;
@@ -1455,7 +1465,7 @@ final class PredictedTtftPolicy implements RouterPolicy, RouterListener, PeerLea
    * had room).
    */
   void learnFootprint(EngineLoad load, Model m, long booked, double promptBlocks) {
-    if (!m.filled || load.waiting() > 0 || booked <= promptBlocks) {
+    if (!measuresPinned(load, m, booked, promptBlocks)) {
       return;
     }
     double observed = load.kvCacheUsage() * m.maxCached / booked;
